@@ -1,0 +1,74 @@
+"""The errors pg-inbox raises.
+
+Every error is an ``InboxError`` and carries the context that locates it::
+
+    InboxError
+    ├── ConfigError              a settings file or variable is invalid (file, field)
+    ├── InvalidWriteError        a write was refused before any SQL ran (source, key)
+    ├── DatabaseUnavailableError PostgreSQL could not be reached or dropped the connection
+    ├── EmbeddedPostgresError    the embedded PostgreSQL could not be started
+    ├── MigrationError           the schema is missing or not at the expected revision
+    └── VerificationError        a webhook's signature or timestamp did not verify (reason)
+
+Driver (psycopg) errors are translated into these at one boundary, ``inbox._db``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DatabaseUnavailableError",
+    "EmbeddedPostgresError",
+    "InboxError",
+    "InvalidWriteError",
+    "MigrationError",
+    "VerificationError",
+]
+
+
+class InboxError(Exception):
+    """The root of every error pg-inbox raises."""
+
+
+class ConfigError(InboxError):
+    """A configuration file or environment variable is invalid."""
+
+    def __init__(self, message: str, *, path: str | None = None, field: str | None = None) -> None:
+        self.path = path
+        self.field = field
+        super().__init__(message)
+
+
+class InvalidWriteError(InboxError, ValueError):
+    """A write was refused before it reached the database; nothing was stored."""
+
+    def __init__(self, message: str, *, source: object = None, key: object = None) -> None:
+        self.source = source
+        self.key = key
+        super().__init__(message)
+
+
+class DatabaseUnavailableError(InboxError):
+    """PostgreSQL could not be reached, or the connection broke mid-operation.
+
+    When raised from a write, the write did not commit (or its outcome is unknown and the
+    caller must treat it as not acknowledged: the provider will deliver again, and the unique
+    key absorbs the repeat).
+    """
+
+
+class EmbeddedPostgresError(InboxError):
+    """The embedded PostgreSQL server could not be started or reached."""
+
+
+class MigrationError(InboxError):
+    """The database schema is missing or not at the revision this code expects."""
+
+
+class VerificationError(InboxError):
+    """A webhook failed verification. ``reason`` is for logs and metrics, never for the caller."""
+
+    def __init__(self, reason: str, *, source: str | None = None) -> None:
+        self.reason = reason
+        self.source = source
+        super().__init__(reason)
