@@ -1,0 +1,34 @@
+"""pg-inbox, the receiving side: append signed webhooks to a durable PostgreSQL inbox.
+
+This package never imports ``processors``: the writer embeds in web apps that run no workers.
+"""
+
+from inbox._errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    EmbeddedPostgresError,
+    InboxError,
+    InvalidWriteError,
+    MigrationError,
+    VerificationError,
+)
+from inbox._settings import Settings, SourceSettings, load_settings
+from inbox._write_plan import WriteResult
+from inbox._writer import InboxWriter
+from inbox._writer_async import AsyncInboxWriter
+
+__all__ = [
+    "AsyncInboxWriter",
+    "ConfigError",
+    "DatabaseUnavailableError",
+    "EmbeddedPostgresError",
+    "InboxError",
+    "InboxWriter",
+    "InvalidWriteError",
+    "MigrationError",
+    "Settings",
+    "SourceSettings",
+    "VerificationError",
+    "WriteResult",
+    "load_settings",
+]

@@ -1,0 +1,30 @@
+"""The one boundary where psycopg's errors become pg-inbox's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import psycopg_pool
+
+from inbox._errors import DatabaseUnavailableError
+
+__all__ = ["translate_driver_errors"]
+
+
+@contextmanager
+def translate_driver_errors(action: str) -> Iterator[None]:
+    """Re-raise connection-level failures as ``DatabaseUnavailableError``.
+
+    Errors that mean "the database answered no" (constraint violations, the append-only
+    guard) stay psycopg errors: they are bugs or deliberate refusals, not outages.
+    """
+    try:
+        yield
+    except psycopg_pool.PoolTimeout as exc:
+        raise DatabaseUnavailableError(
+            f"{action}: no database connection available: {exc}"
+        ) from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(f"{action}: database unavailable: {exc}") from exc

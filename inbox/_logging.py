@@ -1,0 +1,33 @@
+"""Logging set-up. Only the CLI calls this: a library never configures global logging."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+
+def configure_logging(*, dev: bool, level: int = logging.INFO) -> None:
+    """JSON lines in production; a readable console with ``dev``."""
+    renderer: structlog.types.Processor = (
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if dev
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")

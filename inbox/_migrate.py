@@ -1,0 +1,58 @@
+"""Schema migrations: alembic is the only way the schema is created or changed."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from alembic import command
+
+__all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
+
+
+def _script_location() -> Path:
+    # An installed wheel carries the migrations inside the package (see pyproject's
+    # force-include); a source checkout has them at the top level.
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_alembic", here.parent / "alembic"):
+        if (candidate / "env.py").exists():
+            return candidate
+    raise FileNotFoundError("pg-inbox migrations not found next to the inbox package")
+
+
+def _config(url: str, stdout: io.StringIO | None = None) -> Config:
+    cfg = Config(stdout=stdout) if stdout is not None else Config()
+    cfg.set_main_option("script_location", str(_script_location()))
+    # alembic's config is ConfigParser-based: a '%' in a password must be doubled.
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(_config(url), revision)
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_config("postgresql://unused")).get_current_head()
+    if head is None:
+        raise RuntimeError("no migrations found")
+    return head
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database is at, or None for a database never migrated."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("select to_regclass('alembic_version') is not null").fetchone()
+        if not exists or not exists[0]:
+            return None
+        row = conn.execute("select version_num from alembic_version").fetchone()
+        return None if row is None else str(row[0])

@@ -1,0 +1,204 @@
+"""Settings: ``INBOX_*`` environment variables over a TOML file, validated by pydantic-settings.
+
+The file is found from ``--config``, else ``INBOX_CONFIG``, else ``./inbox.toml`` (optional).
+Nested keys use ``__`` in the environment: ``INBOX_WORKER__MAX_ATTEMPTS=5``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from inbox._errors import ConfigError
+
+__all__ = [
+    "DatabaseSettings",
+    "ReceiverSettings",
+    "Settings",
+    "SourceSettings",
+    "WorkerSettings",
+    "load_settings",
+]
+
+DEFAULT_CONFIG_PATH = Path("inbox.toml")
+
+VerifierName = Literal[
+    "standard-webhooks",
+    "stripe",
+    "github",
+    "shopify",
+    "slack",
+    "twilio",
+    "alipay",
+    "wechatpay",
+    "hmac",
+    "none",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatabaseSettings(_Section):
+    """Where PostgreSQL is. With no ``url``, the embedded server is started in ``data_dir``."""
+
+    url: str | None = None
+    data_dir: Path = Path(".inbox")
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    # The wake-up mode of writers: "after_commit" sends one coalesced, payload-free NOTIFY
+    # after commit (at most one per `notify_interval_seconds` per process); "in_transaction"
+    # sends it inside the writing transaction, which serialises commits under concurrency.
+    notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
+    notify_interval_seconds: float = Field(default=0.05, ge=0)
+
+
+class SourceSettings(_Section):
+    """One webhook source: ``POST /webhooks/{name}``, verified by ``verifier``."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    verifier: VerifierName
+    secrets: list[SecretStr] = Field(default_factory=list)
+    secrets_env: str | None = None
+    public_keys: list[str] | dict[str, str] = Field(default_factory=list)
+    tolerance_seconds: int = Field(default=300, ge=0)
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    public_url: str | None = None
+    # Override of where the idempotency key / event type come from:
+    # "header:<name>", "json:<json-pointer>", "form:<field>", or "body-sha256".
+    key_from: str | None = None
+    type_from: str | None = None
+    # Scheme-specific settings, e.g. the `hmac` recipe (header, algorithm, encoding, ...).
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def secret_values(self) -> list[str]:
+        """The active secrets: those in the file, then a comma-separated ``secrets_env``."""
+        values = [s.get_secret_value() for s in self.secrets]
+        if self.secrets_env:
+            from_env = os.environ.get(self.secrets_env, "")
+            values.extend(v.strip() for v in from_env.split(",") if v.strip())
+        return values
+
+
+class WorkerSettings(_Section):
+    max_attempts: int = Field(default=25, ge=1)
+    max_crashes: int = Field(default=5, ge=1)
+    backoff_base_seconds: float = Field(default=1.0, gt=0)
+    backoff_max_seconds: float = Field(default=3600.0, gt=0)
+    poll_interval_seconds: float = Field(default=5.0, gt=0)
+    batch_size: int = Field(default=100, ge=1, le=10_000)
+    handler_timeout_seconds: float = Field(default=30.0, gt=0)
+    listen: bool = True  # False = poll only (PgBouncer in transaction pooling mode)
+    unrouted: Literal["skip", "fail"] = "skip"
+
+
+class ReceiverSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    redact_headers: list[str] = Field(
+        default_factory=lambda: ["authorization", "cookie", "proxy-authorization"]
+    )
+    write_timeout_seconds: float = Field(default=5.0, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="INBOX_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    database: DatabaseSettings = DatabaseSettings()
+    sources: list[SourceSettings] = Field(default_factory=list)
+    worker: WorkerSettings = WorkerSettings()
+    receiver: ReceiverSettings = ReceiverSettings()
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_source_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
+        names = [s.name for s in sources]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"source names must be unique; repeated: {', '.join(duplicated)}")
+        return sources
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = _TOML_PATH_FOR_LOAD.get("path")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    def source(self, name: str) -> SourceSettings | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+
+# pydantic-settings builds its sources inside a classmethod; the file chosen by load_settings
+# reaches it through this one-slot holder (settings are loaded once, at start-up).
+_TOML_PATH_FOR_LOAD: dict[str, Path | None] = {"path": None}
+
+
+def _config_path(explicit: str | Path | None) -> tuple[Path | None, bool]:
+    """The file to read and whether its absence is an error (it is, when named explicitly)."""
+    if explicit is not None:
+        return Path(explicit), True
+    from_env = os.environ.get("INBOX_CONFIG")
+    if from_env:
+        return Path(from_env), True
+    return DEFAULT_CONFIG_PATH, False
+
+
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load and validate settings; a bad file raises ``ConfigError`` naming file and field."""
+    path, required = _config_path(config)
+    if path is not None and not path.exists():
+        if required:
+            raise ConfigError(f"config file {path} does not exist", path=str(path))
+        path = None
+    if path is not None:
+        try:
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}", path=str(path)) from exc
+    _TOML_PATH_FOR_LOAD["path"] = path
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise _config_error(exc, path) from exc
+    finally:
+        _TOML_PATH_FOR_LOAD["path"] = None
+
+
+def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
+    where = str(path) if path is not None else "environment (INBOX_*)"
+    lines = []
+    first_field = None
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        first_field = first_field or field
+        got = err.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        lines.append(f"  {field}: {err['msg']}{shown}")
+    message = f"invalid configuration in {where}:\n" + "\n".join(lines)
+    return ConfigError(message, path=str(path) if path else None, field=first_field)

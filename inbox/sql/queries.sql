@@ -1,0 +1,59 @@
+-- The receiving side's queries. Loaded once by inbox._sql.load_queries("inbox.sql", ...).
+
+-- name: insert_event
+-- One round trip for a new event: append it, and only when it is new, queue its work row.
+-- A key that was already committed when this statement started is recorded as a duplicate
+-- delivery here too. A key committed by a concurrent writer while this statement waited on
+-- it is invisible to this statement's snapshot: it returns no row and the caller runs
+-- record_duplicate, which takes a new snapshot.
+-- With %(notify)s true, a new event also sends the wake-up NOTIFY inside this transaction.
+-- PostgreSQL takes a database-wide lock to queue notifications at commit, which serialises
+-- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
+-- commit the writer cannot observe); standalone writes notify after commit, coalesced.
+with inserted as (
+    insert into inbox_events
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+    values
+        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s)
+    on conflict (source, idempotency_key) do nothing
+    returning id
+),
+queued as (
+    insert into inbox_work (event_id)
+    select id from inserted
+),
+known as (
+    select id, body_sha256
+    from inbox_events
+    where source = %(source)s
+      and idempotency_key = %(key)s
+      and not exists (select from inserted)
+),
+delivered as (
+    insert into inbox_deliveries (event_id, body_sha256, body)
+    select id, %(body_sha256)s::bytea, case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
+    from known
+)
+select inserted.id, true as is_new
+from inserted
+left join lateral (select pg_notify('inbox_work', '') where %(notify)s::boolean) as woken on true
+union all
+select id, false as is_new from known
+
+-- name: record_duplicate
+-- The second step for a key that a concurrent writer committed while insert_event waited.
+with known as (
+    select id, body_sha256
+    from inbox_events
+    where source = %(source)s and idempotency_key = %(key)s
+),
+delivered as (
+    insert into inbox_deliveries (event_id, body_sha256, body)
+    select id, %(body_sha256)s::bytea, case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
+    from known
+)
+select id, false as is_new from known
+
+-- name: notify_work
+-- A payload-free hint: the work table is the truth, a notification only says "look now".
+select pg_notify('inbox_work', '')

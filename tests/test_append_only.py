@@ -1,0 +1,77 @@
+"""The log is append-only, enforced by the database itself."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from inbox import InboxWriter
+
+APPEND_ONLY = ["inbox_events", "inbox_deliveries", "inbox_attempts"]
+
+
+@pytest.fixture
+def seeded(db_url: str) -> str:
+    with InboxWriter(db_url) as writer:
+        event = writer.write("stripe", "evt_1", b"one")
+        writer.write("stripe", "evt_1", b"two")
+    with psycopg.connect(db_url) as conn:
+        conn.execute(
+            "insert into inbox_attempts (event_id, attempt, started_at, outcome)"
+            " values (%s, 1, now(), 'processed')",
+            [event.event_id],
+        )
+    return db_url
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY)
+@pytest.mark.parametrize(
+    ("statement", "verb"),
+    [
+        ("update {t} set id = default", "UPDATE"),
+        ("delete from {t}", "DELETE"),
+        ("truncate {t} cascade", "TRUNCATE"),
+    ],
+)
+def test_changing_history_is_refused_with_a_clear_message(
+    seeded: str, table: str, statement: str, verb: str
+) -> None:
+    with (
+        psycopg.connect(seeded) as conn,
+        pytest.raises(psycopg.errors.RaiseException) as info,
+    ):
+        conn.execute(statement.format(t=table))
+    assert f"{table} is append-only; {verb} is not allowed" in str(info.value)
+    assert info.value.diag.message_hint is not None
+    assert "inbox prune" in info.value.diag.message_hint
+
+
+def test_the_body_cannot_be_rewritten_even_by_the_owner(seeded: str) -> None:
+    with psycopg.connect(seeded) as conn:
+        with pytest.raises(psycopg.errors.RaiseException):
+            conn.execute("update inbox_events set body = 'forged'")
+        conn.rollback()
+        row = conn.execute("select body from inbox_events").fetchone()
+    assert row == (b"one",)
+
+
+def test_the_retention_path_may_delete_but_never_update(seeded: str) -> None:
+    with psycopg.connect(seeded) as conn:
+        conn.execute("select set_config('inbox.retention', 'prune', true)")
+        with pytest.raises(psycopg.errors.RaiseException, match="UPDATE is not allowed"):
+            conn.execute("update inbox_events set source = 'x'")
+        conn.rollback()
+        conn.execute("select set_config('inbox.retention', 'prune', true)")
+        conn.execute("delete from inbox_deliveries")
+        conn.execute("delete from inbox_attempts")
+        conn.execute("delete from inbox_work")
+        conn.execute("delete from inbox_events")
+        conn.commit()
+        # The setting was local to that transaction: the guard is back.
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+            " values ('s', 'k', 'b', sha256('b'))"
+        )
+        conn.commit()
+        with pytest.raises(psycopg.errors.RaiseException, match="DELETE is not allowed"):
+            conn.execute("delete from inbox_events")

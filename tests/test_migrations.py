@@ -1,0 +1,90 @@
+"""Migrations: up to head, down to empty, every step both ways; the schema serves the queries."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from inbox import _migrate
+from inbox._sql import load_queries
+
+SQL_FILES = [("inbox.sql", "queries.sql")]
+
+
+def _user_objects(url: str) -> list[tuple[str, str]]:
+    """Tables, functions and triggers in the public schema (alembic's own table excluded)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            """
+            select 'table', tablename::text from pg_tables
+             where schemaname = 'public' and tablename <> 'alembic_version'
+            union all
+            select 'function', proname::text from pg_proc p
+              join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'public'
+            union all
+            select 'trigger', tgname::text from pg_trigger t
+              join pg_class c on c.oid = t.tgrelid
+              join pg_namespace n on n.oid = c.relnamespace
+             where n.nspname = 'public' and not t.tgisinternal
+            order by 1, 2
+            """
+        ).fetchall()
+    return [(str(kind), str(name)) for kind, name in rows]
+
+
+def _revisions() -> list[str]:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_migrate._script_location()))
+    script = ScriptDirectory.from_config(cfg)
+    return [rev.revision for rev in reversed(list(script.walk_revisions()))]
+
+
+def test_upgrade_to_head_and_down_to_empty(empty_db_url: str) -> None:
+    assert _migrate.current_revision(empty_db_url) is None
+    _migrate.upgrade(empty_db_url)
+    assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()
+    assert ("table", "inbox_events") in _user_objects(empty_db_url)
+    _migrate.downgrade(empty_db_url, "base")
+    assert _user_objects(empty_db_url) == []
+    assert _migrate.current_revision(empty_db_url) is None
+
+
+def test_every_revision_steps_down_and_up_again(empty_db_url: str) -> None:
+    previous = "base"
+    for revision in _revisions():
+        _migrate.upgrade(empty_db_url, revision)
+        after_up = _user_objects(empty_db_url)
+        _migrate.downgrade(empty_db_url, previous)
+        _migrate.upgrade(empty_db_url, revision)
+        assert _user_objects(empty_db_url) == after_up, f"{revision} is not reversible"
+        previous = revision
+
+
+@pytest.mark.parametrize(("package", "filename"), SQL_FILES)
+def test_every_named_query_prepares_against_the_head_schema(
+    db_url: str, package: str, filename: str
+) -> None:
+    """The schema is what the code expects: each query plans against it."""
+    queries = load_queries(package, filename)
+    assert queries
+    with psycopg.connect(db_url) as conn:
+        for name, query in queries.items():
+            # Preparing makes the server parse and analyse the statement: every table,
+            # column and type it names must exist, without running it.
+            result = conn.pgconn.prepare(name.encode(), _positional(query).encode())
+            error = result.error_message.decode()
+            assert result.status == psycopg.pq.ExecStatus.COMMAND_OK, f"{name}: {error}"
+
+
+def _positional(query: str) -> str:
+    """Turn %(name)s placeholders into $n, the server's own form."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        return f"${names.setdefault(match.group(1), len(names) + 1)}"
+
+    return re.sub(r"%\((\w+)\)s", number, query)

@@ -1,0 +1,275 @@
+"""The writer against a real PostgreSQL: new events, duplicates, concurrency, conn=, wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+
+from inbox import AsyncInboxWriter, DatabaseUnavailableError, InboxWriter, InvalidWriteError
+
+
+def _count(url: str, table: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(f"select count(*) from {table}").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _counts(url: str) -> dict[str, int]:
+    return {t: _count(url, t) for t in ("inbox_events", "inbox_work", "inbox_deliveries")}
+
+
+def test_new_event_is_stored_as_received_with_one_work_row(db_url: str) -> None:
+    body = b'{"id": "evt_1",  "amount": 100}\n'
+    with InboxWriter(db_url) as writer:
+        result = writer.write(
+            "stripe", "evt_1", body, {"stripe-signature": "t=1,v1=x"}, event_type="invoice.paid"
+        )
+    assert result.is_new
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(
+            "select id, source, idempotency_key, event_type, body, body_sha256, headers"
+            " from inbox_events"
+        ).fetchone()
+        work = conn.execute("select event_id, state, attempts from inbox_work").fetchall()
+    assert row == (
+        result.event_id,
+        "stripe",
+        "evt_1",
+        "invoice.paid",
+        body,
+        hashlib.sha256(body).digest(),
+        {"stripe-signature": "t=1,v1=x"},
+    )
+    assert work == [(result.event_id, "pending", 0)]
+
+
+def test_duplicate_creates_no_work_and_is_recorded_as_a_delivery(db_url: str) -> None:
+    with InboxWriter(db_url) as writer:
+        first = writer.write("github", "d-1", b"payload")
+        second = writer.write("github", "d-1", b"payload")
+    assert (first.is_new, second.is_new) == (True, False)
+    assert second.event_id == first.event_id
+    assert _counts(db_url) == {"inbox_events": 1, "inbox_work": 1, "inbox_deliveries": 1}
+    with psycopg.connect(db_url) as conn:
+        delivery = conn.execute("select event_id, body from inbox_deliveries").fetchone()
+    assert delivery == (first.event_id, None)  # same body: only its hash is kept
+
+
+def test_duplicate_with_a_different_body_keeps_the_first_and_records_the_other(
+    db_url: str,
+) -> None:
+    with InboxWriter(db_url) as writer:
+        first = writer.write("stripe", "evt_9", b'{"v": 1}')
+        writer.write("stripe", "evt_9", b'{"v": 2}')
+    with psycopg.connect(db_url) as conn:
+        stored = conn.execute("select body from inbox_events").fetchone()
+        delivery = conn.execute(
+            "select event_id, body, body_sha256 from inbox_deliveries"
+        ).fetchone()
+    assert stored == (b'{"v": 1}',)
+    assert delivery == (first.event_id, b'{"v": 2}', hashlib.sha256(b'{"v": 2}').digest())
+
+
+def test_same_key_in_two_sources_is_two_events(db_url: str) -> None:
+    with InboxWriter(db_url) as writer:
+        a = writer.write("stripe", "k", b"1")
+        b = writer.write("github", "k", b"1")
+    assert a.is_new
+    assert b.is_new
+    assert a.event_id != b.event_id
+
+
+def test_fifty_threads_writing_one_key_make_one_event(db_url: str) -> None:
+    writers = 50
+    barrier = threading.Barrier(writers)
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    with InboxWriter(db_url, min_size=writers, max_size=writers) as writer:
+
+        def deliver(n: int) -> None:
+            try:
+                barrier.wait(timeout=30)
+                results.append(writer.write("stripe", "evt_storm", f"body-{n % 2}".encode()))
+            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=deliver, args=(n,)) for n in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    assert errors == []
+    assert sum(r.is_new for r in results) == 1
+    assert len({r.event_id for r in results}) == 1
+    assert _counts(db_url) == {"inbox_events": 1, "inbox_work": 1, "inbox_deliveries": 49}
+
+
+def test_fifty_asyncio_tasks_writing_one_key_make_one_event(db_url: str) -> None:
+    writers = 50
+
+    async def storm() -> list[Any]:
+        async with AsyncInboxWriter(db_url, min_size=writers, max_size=writers) as writer:
+            start = asyncio.Event()
+
+            async def deliver() -> Any:
+                await start.wait()
+                return await writer.write("stripe", "evt_async", b"same")
+
+            tasks = [asyncio.create_task(deliver()) for _ in range(writers)]
+            start.set()
+            return await asyncio.gather(*tasks)
+
+    results = asyncio.run(storm())
+    assert sum(r.is_new for r in results) == 1
+    assert len({r.event_id for r in results}) == 1
+    assert _counts(db_url) == {"inbox_events": 1, "inbox_work": 1, "inbox_deliveries": 49}
+
+
+def test_conn_joins_the_callers_transaction_and_rolls_back_with_it(db_url: str) -> None:
+    with InboxWriter(db_url) as writer, psycopg.connect(db_url) as conn:
+        conn.execute("create table orders (id int)")
+        conn.commit()
+        conn.execute("insert into orders values (1)")
+        result = writer.write("shop", "order-1", b"{}", conn=conn)
+        assert result.is_new
+        conn.rollback()
+    assert _counts(db_url) == {"inbox_events": 0, "inbox_work": 0, "inbox_deliveries": 0}
+    assert _count(db_url, "orders") == 0
+
+
+def test_conn_commit_keeps_the_event_and_wakes_listeners_only_then(db_url: str) -> None:
+    with (
+        psycopg.connect(db_url, autocommit=True) as listener,
+        InboxWriter(db_url) as writer,
+        psycopg.connect(db_url) as conn,
+    ):
+        listener.execute("listen inbox_work")
+        writer.write("shop", "order-2", b"{}", conn=conn)
+        assert list(listener.notifies(timeout=0.2)) == []  # not before the commit
+        conn.commit()
+        notes = list(listener.notifies(timeout=5, stop_after=1))
+    assert [n.channel for n in notes] == ["inbox_work"]
+    assert _counts(db_url)["inbox_events"] == 1
+
+
+def test_a_standalone_write_wakes_listeners_after_commit(db_url: str) -> None:
+    with (
+        psycopg.connect(db_url, autocommit=True) as listener,
+        InboxWriter(db_url) as writer,
+    ):
+        listener.execute("listen inbox_work")
+        writer.write("stripe", "evt_wake", b"{}")
+        notes = list(listener.notifies(timeout=5, stop_after=1))
+    assert len(notes) == 1
+    assert notes[0].payload == ""
+
+
+def test_a_burst_is_announced_by_few_notifications_and_the_last_write_is_covered(
+    db_url: str,
+) -> None:
+    with psycopg.connect(db_url, autocommit=True) as listener:
+        listener.execute("listen inbox_work")
+        with InboxWriter(db_url, notify_interval_seconds=10.0) as writer:
+            for n in range(20):
+                writer.write("stripe", f"evt_{n}", b"{}")
+            first = list(listener.notifies(timeout=1, stop_after=2))
+            assert len(first) == 1  # the leading one; the trailing one is 10 s away
+        # Closing the writer sends the pending trailing notification instead of losing it.
+        trailing = list(listener.notifies(timeout=5, stop_after=1))
+    assert len(trailing) == 1
+
+
+def test_in_transaction_mode_notifies_from_the_writing_statement(db_url: str) -> None:
+    with (
+        psycopg.connect(db_url, autocommit=True) as listener,
+        InboxWriter(db_url, notify="in_transaction") as writer,
+    ):
+        listener.execute("listen inbox_work")
+        writer.write("stripe", "a", b"{}")
+        writer.write("stripe", "a", b"{}")  # a duplicate wakes nobody
+        notes = list(listener.notifies(timeout=1, stop_after=2))
+    assert len(notes) == 1
+
+
+def test_async_writer_wakes_listeners_and_records_duplicates(db_url: str) -> None:
+    async def run() -> tuple[Any, Any, list[Any]]:
+        async with (
+            await psycopg.AsyncConnection.connect(db_url, autocommit=True) as listener,
+            AsyncInboxWriter(db_url) as writer,
+        ):
+            await listener.execute("listen inbox_work")
+            first = await writer.write("slack", "Ev1", b"{}")
+            second = await writer.write("slack", "Ev1", b"{}")
+            notes = [n async for n in listener.notifies(timeout=5, stop_after=1)]
+            return first, second, notes
+
+    first, second, notes = asyncio.run(run())
+    assert first.is_new
+    assert not second.is_new
+    assert first.event_id == second.event_id
+    assert len(notes) == 1
+    assert _counts(db_url) == {"inbox_events": 1, "inbox_work": 1, "inbox_deliveries": 1}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"source": ""}, "source must not be empty"),
+        ({"source": 7}, "source must be a str"),
+        ({"key": ""}, "key must not be empty"),
+        ({"key": "k" * 256}, "key is 256 characters; the limit is 255"),
+        ({"key": "a\x00b"}, "key contains a NUL"),
+        ({"body": "text"}, "body must be bytes"),
+        ({"body": None}, "body must be bytes"),
+        ({"headers": [("a", "b")]}, "headers must be a mapping"),
+        ({"headers": {"a": 1}}, "headers must map str to str"),
+        ({"event_type": ""}, "event_type must not be empty"),
+    ],
+)
+def test_bad_input_is_refused_before_any_sql(
+    db_url: str, kwargs: dict[str, Any], message: str
+) -> None:
+    call: dict[str, Any] = {"source": "stripe", "key": "evt_1", "body": b"{}", "headers": {}}
+    call.update(kwargs)
+    with InboxWriter(db_url) as writer, pytest.raises(InvalidWriteError, match=message) as info:
+        writer.write(**call)
+    assert info.value.source == call["source"]
+    assert info.value.key == call["key"]
+    assert _counts(db_url)["inbox_events"] == 0
+
+
+def test_async_bad_input_is_refused_too(db_url: str) -> None:
+    async def run() -> None:
+        async with AsyncInboxWriter(db_url) as writer:
+            await writer.write("stripe", "", b"{}")
+
+    with pytest.raises(InvalidWriteError, match="key must not be empty"):
+        asyncio.run(run())
+
+
+def test_unreachable_database_is_a_typed_error(unused_tcp_port: int) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres?connect_timeout=1"
+    with (
+        InboxWriter(url, min_size=0, timeout_seconds=1) as writer,
+        pytest.raises(DatabaseUnavailableError, match="evt_1"),
+    ):
+        writer.write("stripe", "evt_1", b"{}")
+
+
+def test_async_unreachable_database_is_a_typed_error(unused_tcp_port: int) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres?connect_timeout=1"
+
+    async def run() -> None:
+        async with AsyncInboxWriter(url, min_size=0, timeout_seconds=1) as writer:
+            await writer.write("stripe", "evt_1", b"{}")
+
+    with pytest.raises(DatabaseUnavailableError):
+        asyncio.run(run())
