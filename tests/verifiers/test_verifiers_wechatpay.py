@@ -93,7 +93,7 @@ def test_signature_probe_fails(rsa_pair: Any) -> None:
         "wechatpay-signature": "WECHATPAY/SIGNTEST/" + request.headers["wechatpay-signature"],
     }
     probe = WebhookRequest(request.method, request.url, headers, request.body)
-    assert reason(probe, {SERIAL: rsa_pair.public_pem}) == "bad_signature"
+    assert reason(probe, {SERIAL: rsa_pair.public_pem}) == "malformed_header"
 
 
 def test_signer_needs_a_serial(rsa_pair: Any) -> None:
