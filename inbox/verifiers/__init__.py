@@ -1,0 +1,29 @@
+"""Webhook signature verifiers: pure functions of the raw request, no I/O, no clock.
+
+``build_verifier(name, ...)`` turns a source's configuration into a ``Verifier`` whose
+``verify(request, now=...)`` returns or raises ``inbox.VerificationError`` (its ``reason``
+is for logs and metrics, never for the HTTP caller). ``build_signer`` builds the matching
+``Signer`` for ``inbox send`` and tests; ``sign_request`` works for every scheme, including
+Alipay's, whose signature lives in the body.
+
+Schemes: standard-webhooks, stripe, github, shopify, slack, twilio, alipay, wechatpay,
+hmac (a recipe from options) and none.
+"""
+
+from ._base import BodySigner, Signer, Verifier, WebhookRequest
+from ._registry import SCHEMES, build_signer, build_verifier, sign_request
+from ._twilio import twilio_url_with_body_hash
+from ._wechatpay import decrypt_wechatpay_resource
+
+__all__ = [
+    "SCHEMES",
+    "BodySigner",
+    "Signer",
+    "Verifier",
+    "WebhookRequest",
+    "build_signer",
+    "build_verifier",
+    "decrypt_wechatpay_resource",
+    "sign_request",
+    "twilio_url_with_body_hash",
+]

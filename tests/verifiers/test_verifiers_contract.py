@@ -1,0 +1,429 @@
+"""Every scheme, through the public factories: round trips and the negative cases they share.
+
+Each case signs a request with ``build_signer`` + ``sign_request`` and checks it with
+``build_verifier``; then breaks it the ways an attacker or a careless proxy would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+import inbox.verifiers
+from inbox._errors import VerificationError
+from inbox.verifiers import (
+    SCHEMES,
+    WebhookRequest,
+    build_signer,
+    build_verifier,
+    sign_request,
+    twilio_url_with_body_hash,
+)
+
+NOW = 1_700_000_000.0
+URL = "https://hooks.example.com/webhooks/src?tenant=acme"
+JSON_BODY = b'{"id": "evt_1", "type": "invoice.paid", "data": {"amount": 100}}'
+FORM_BODY = b"notify_id=n1&trade_status=TRADE_SUCCESS&total_amount=10.00&subject=%E6%B5%8B%E8%AF%95"
+HMAC_OPTIONS = {
+    "header": "X-Signature",
+    "prefix": "sha256=",
+    "signed_content": "{id}.{timestamp}.{body}",
+    "timestamp_header": "X-Timestamp",
+    "id_header": "X-Id",
+}
+
+
+@dataclass
+class Case:
+    """One scheme's configuration: how to sign, how to verify, and what a wrong key is."""
+
+    scheme: str
+    body: bytes
+    verify_kwargs: dict[str, Any]
+    sign_kwargs: dict[str, Any]
+    wrong_sign_kwargs: dict[str, Any]
+    required_headers: tuple[str, ...]
+    url: str = URL
+    timestamped: bool = False
+    content_type: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
+    whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    other_whsec = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="
+    return [
+        Case(
+            "standard-webhooks",
+            JSON_BODY,
+            {"secrets": [whsec]},
+            {"secrets": [whsec]},
+            {"secrets": [other_whsec]},
+            ("webhook-id", "webhook-timestamp", "webhook-signature"),
+            timestamped=True,
+        ),
+        Case(
+            "stripe",
+            JSON_BODY,
+            {"secrets": ["whsec_stripe_current"]},
+            {"secrets": ["whsec_stripe_current"]},
+            {"secrets": ["whsec_stripe_other"]},
+            ("stripe-signature",),
+            timestamped=True,
+        ),
+        Case(
+            "github",
+            JSON_BODY,
+            {"secrets": ["gh-secret"]},
+            {"secrets": ["gh-secret"]},
+            {"secrets": ["gh-other"]},
+            ("x-hub-signature-256",),
+        ),
+        Case(
+            "shopify",
+            JSON_BODY,
+            {"secrets": ["shp-secret"]},
+            {"secrets": ["shp-secret"]},
+            {"secrets": ["shp-other"]},
+            ("x-shopify-hmac-sha256",),
+        ),
+        Case(
+            "slack",
+            JSON_BODY,
+            {"secrets": ["slack-secret"]},
+            {"secrets": ["slack-secret"]},
+            {"secrets": ["slack-other"]},
+            ("x-slack-signature", "x-slack-request-timestamp"),
+            timestamped=True,
+        ),
+        Case(
+            "twilio",
+            JSON_BODY,
+            {"secrets": ["twilio-token"]},
+            {"secrets": ["twilio-token"]},
+            {"secrets": ["twilio-other"]},
+            ("x-twilio-signature",),
+            url=twilio_url_with_body_hash(URL, JSON_BODY),
+        ),
+        Case(
+            "twilio",
+            FORM_BODY,
+            {"secrets": ["twilio-token"]},
+            {"secrets": ["twilio-token"]},
+            {"secrets": ["twilio-other"]},
+            ("x-twilio-signature",),
+        ),
+        Case(
+            "alipay",
+            FORM_BODY,
+            {"public_keys": [rsa_pair.public_pem]},
+            {"private_key": rsa_pair.private_pem},
+            {"private_key": other_rsa_pair.private_pem},
+            (),
+        ),
+        Case(
+            "wechatpay",
+            JSON_BODY,
+            {"public_keys": {"SERIAL1": rsa_pair.public_pem}},
+            {"private_key": rsa_pair.private_pem, "options": {"serial": "SERIAL1"}},
+            {"private_key": other_rsa_pair.private_pem, "options": {"serial": "SERIAL1"}},
+            ("wechatpay-timestamp", "wechatpay-nonce", "wechatpay-signature", "wechatpay-serial"),
+            timestamped=True,
+        ),
+        Case(
+            "standard-webhooks",
+            JSON_BODY,
+            {"public_keys": [ed25519_pair.whpk]},
+            {"private_key": ed25519_pair.whsk},
+            {"private_key": _other_whsk()},
+            ("webhook-id", "webhook-timestamp", "webhook-signature"),
+            timestamped=True,
+        ),
+        Case(
+            "hmac",
+            JSON_BODY,
+            {"secrets": ["hmac-secret"], "options": HMAC_OPTIONS},
+            {"secrets": ["hmac-secret"], "options": HMAC_OPTIONS},
+            {"secrets": ["hmac-other"], "options": HMAC_OPTIONS},
+            ("x-signature", "x-timestamp", "x-id"),
+            timestamped=True,
+        ),
+    ]
+
+
+def _other_whsk() -> str:
+    # A fixed, valid Ed25519 seed that is not the fixture's key.
+    return "whsk_" + "A" * 43
+
+
+@pytest.fixture
+def cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
+    return _cases(rsa_pair, other_rsa_pair, ed25519_pair)
+
+
+CASE_IDS = [
+    "standard-webhooks",
+    "stripe",
+    "github",
+    "shopify",
+    "slack",
+    "twilio-json",
+    "twilio-form",
+    "alipay",
+    "wechatpay",
+    "standard-webhooks-ed25519",
+    "hmac",
+]
+
+
+TIMESTAMPED_IDS = [
+    i for i in CASE_IDS if i.split("-")[0] in ("standard", "stripe", "slack", "wechatpay", "hmac")
+]
+JSON_IDS = [i for i in CASE_IDS if i not in ("twilio-form", "alipay")]
+
+
+@pytest.fixture(params=CASE_IDS)
+def case(request: pytest.FixtureRequest, cases: list[Case]) -> Case:
+    return cases[CASE_IDS.index(request.param)]
+
+
+@pytest.fixture(params=TIMESTAMPED_IDS)
+def timestamped_case(request: pytest.FixtureRequest, cases: list[Case]) -> Case:
+    """The schemes that sign a timestamp."""
+    found = cases[CASE_IDS.index(request.param)]
+    assert found.timestamped
+    return found
+
+
+@pytest.fixture(params=JSON_IDS)
+def json_case(request: pytest.FixtureRequest, cases: list[Case]) -> Case:
+    """The cases whose body is JSON."""
+    found = cases[CASE_IDS.index(request.param)]
+    assert found.body is JSON_BODY
+    return found
+
+
+def signed(
+    case: Case, *, now: float = NOW, body: bytes | None = None, **sign_kwargs: Any
+) -> WebhookRequest:
+    """A request signed for ``case`` (``sign_kwargs`` replace the case's signer config)."""
+    signer = build_signer(case.scheme, **(sign_kwargs or case.sign_kwargs))
+    sent_body, headers = sign_request(
+        signer, body=case.body if body is None else body, url=case.url, now=now, msg_id="msg_1"
+    )
+    return WebhookRequest("POST", case.url, {k.lower(): v for k, v in headers.items()}, sent_body)
+
+
+def verifier_for(case: Case, **overrides: Any) -> Callable[[WebhookRequest], None]:
+    verifier = build_verifier(case.scheme, **{**case.verify_kwargs, **overrides})
+
+    def verify(request: WebhookRequest) -> None:
+        verifier.verify(request, now=NOW)
+
+    return verify
+
+
+def test_round_trip(case: Case) -> None:
+    verifier_for(case)(signed(case))
+
+
+def test_verifier_reports_its_scheme_name(case: Case) -> None:
+    assert build_verifier(case.scheme, **case.verify_kwargs).name == case.scheme
+
+
+def test_tampered_body_fails(case: Case) -> None:
+    request = signed(case)
+    tampered = request.body.replace(b"10", b"99")
+    assert tampered != request.body
+    with pytest.raises(VerificationError) as info:
+        verifier_for(case)(replace(request, body=tampered))
+    assert info.value.reason == "bad_signature"
+
+
+def test_appended_content_fails(case: Case) -> None:
+    """Trailing bytes (JSON) or an extra parameter (forms, whose order does not matter)."""
+    request = signed(case)
+    suffix = b" " if case.body is JSON_BODY else b"&refund=1"
+    with pytest.raises(VerificationError):
+        verifier_for(case)(replace(request, body=request.body + suffix))
+
+
+def test_wrong_key_fails(case: Case) -> None:
+    with pytest.raises(VerificationError) as info:
+        verifier_for(case)(signed(case, **case.wrong_sign_kwargs))
+    assert info.value.reason == "bad_signature"
+
+
+def test_reformatted_json_fails(json_case: Case) -> None:
+    """The same JSON with other whitespace is other bytes: the signature covers bytes."""
+    case = json_case
+    request = signed(case)
+    reformatted = json.dumps(json.loads(request.body), separators=(",", ":")).encode()
+    assert json.loads(reformatted) == json.loads(request.body)
+    with pytest.raises(VerificationError):
+        verifier_for(case)(replace(request, body=reformatted))
+
+
+def test_each_missing_header_fails(case: Case) -> None:
+    request = signed(case)
+    for name in case.required_headers:
+        headers = {k: v for k, v in request.headers.items() if k != name}
+        with pytest.raises(VerificationError) as info:
+            verifier_for(case)(replace(request, headers=headers))
+        assert info.value.reason == "missing_header", name
+
+
+def test_no_signature_at_all_fails(case: Case) -> None:
+    """A request sent with no signing at all (an attacker's plain POST)."""
+    request = WebhookRequest("POST", case.url, {"content-type": "application/json"}, case.body)
+    with pytest.raises(VerificationError):
+        verifier_for(case)(request)
+
+
+def test_rotation_second_secret_or_key_matches(case: Case, other_rsa_pair: Any) -> None:
+    """Verifier configured with [retired, current]: a request signed with current passes."""
+    kwargs = dict(case.verify_kwargs)
+    if "secrets" in kwargs:
+        kwargs["secrets"] = ["whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", *kwargs["secrets"]]
+    elif case.scheme == "wechatpay":
+        kwargs["public_keys"] = {"OLD": other_rsa_pair.public_pem, **kwargs["public_keys"]}
+    elif case.scheme == "alipay":
+        kwargs["public_keys"] = [other_rsa_pair.public_pem, *kwargs["public_keys"]]
+    else:
+        kwargs["public_keys"] = [
+            "whpk_" + "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
+            *kwargs["public_keys"],
+        ]
+    verifier = build_verifier(case.scheme, **kwargs)
+    verifier.verify(signed(case), now=NOW)
+
+
+def test_stale_timestamp_fails(timestamped_case: Case) -> None:
+    case = timestamped_case
+    with pytest.raises(VerificationError) as info:
+        verifier_for(case)(signed(case, now=NOW - 301))
+    assert info.value.reason == "timestamp_too_old"
+
+
+def test_future_timestamp_fails(timestamped_case: Case) -> None:
+    case = timestamped_case
+    with pytest.raises(VerificationError) as info:
+        verifier_for(case)(signed(case, now=NOW + 301))
+    assert info.value.reason == "timestamp_in_future"
+
+
+def test_timestamp_at_the_tolerance_edge_passes(timestamped_case: Case) -> None:
+    case = timestamped_case
+    verifier_for(case)(signed(case, now=NOW - 300))
+    verifier_for(case)(signed(case, now=NOW + 300))
+
+
+def test_tolerance_is_configurable(timestamped_case: Case) -> None:
+    case = timestamped_case
+    with pytest.raises(VerificationError):
+        verifier_for(case, tolerance_seconds=10)(signed(case, now=NOW - 11))
+
+
+# --- the factories -----------------------------------------------------------------------
+
+
+def test_exported_names_are_sorted_and_complete() -> None:
+    # ruff's RUF022 order: CONSTANTS, then Classes, then functions, each alphabetical.
+    def kind(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert inbox.verifiers.__all__ == sorted(inbox.verifiers.__all__, key=kind)
+    assert set(inbox.verifiers.__all__) == {
+        "SCHEMES",
+        "BodySigner",
+        "Signer",
+        "Verifier",
+        "WebhookRequest",
+        "build_signer",
+        "build_verifier",
+        "decrypt_wechatpay_resource",
+        "sign_request",
+        "twilio_url_with_body_hash",
+    }
+    for name in inbox.verifiers.__all__:
+        assert hasattr(inbox.verifiers, name)
+
+
+def test_schemes_are_the_documented_ones() -> None:
+    assert set(SCHEMES) == {
+        "standard-webhooks",
+        "stripe",
+        "github",
+        "shopify",
+        "slack",
+        "twilio",
+        "alipay",
+        "wechatpay",
+        "hmac",
+        "none",
+    }
+
+
+def test_unknown_scheme_is_a_clear_value_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown verifier 'stripey'.*stripe"):
+        build_verifier("stripey", secrets=["x"])
+    with pytest.raises(ValueError, match="unknown verifier"):
+        build_signer("stripey", secrets=["x"])
+
+
+@pytest.mark.parametrize(
+    "scheme", ["standard-webhooks", "stripe", "github", "shopify", "slack", "twilio", "hmac"]
+)
+def test_missing_secret_is_a_value_error(scheme: str) -> None:
+    options = HMAC_OPTIONS if scheme == "hmac" else {}
+    with pytest.raises(ValueError, match=scheme):
+        build_verifier(scheme, options=options)
+    with pytest.raises(ValueError, match=scheme):
+        build_signer(scheme, options=options)
+
+
+@pytest.mark.parametrize("scheme", ["alipay", "wechatpay"])
+def test_missing_key_is_a_value_error(scheme: str) -> None:
+    with pytest.raises(ValueError, match=scheme):
+        build_verifier(scheme, secrets=["not-a-key"])
+    with pytest.raises(ValueError, match=scheme):
+        build_signer(scheme, options={"serial": "S"} if scheme == "wechatpay" else {})
+
+
+def test_unloadable_pem_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="public key"):
+        build_verifier(
+            "alipay", public_keys=["-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----"]
+        )
+
+
+def test_wechatpay_keys_must_be_keyed_by_serial(rsa_pair: Any) -> None:
+    with pytest.raises(ValueError, match="Wechatpay-Serial"):
+        build_verifier("wechatpay", public_keys=[rsa_pair.public_pem])
+
+
+def test_a_single_string_secret_is_refused() -> None:
+    """``secrets="abc"`` would otherwise be three one-letter secrets."""
+    with pytest.raises(ValueError, match="list"):
+        build_verifier("github", secrets="abc")
+
+
+def test_unknown_option_is_refused() -> None:
+    with pytest.raises(ValueError, match="public_ur"):
+        build_verifier("twilio", secrets=["t"], options={"public_ur": "https://x"})
+
+
+def test_negative_tolerance_is_refused() -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        build_verifier("stripe", secrets=["s"], tolerance_seconds=-1)
+
+
+def test_none_accepts_anything() -> None:
+    verifier = build_verifier("none")
+    assert verifier.name == "none"
+    verifier.verify(WebhookRequest("POST", URL, {}, b"anything"), now=NOW)
+    assert build_signer("none").sign(body=b"", url=URL, now=NOW, msg_id="m") == {}
