@@ -1,0 +1,133 @@
+"""``WorkStore``: every query of the processing side. The worker orchestrates; this module
+owns the SQL and turns rows into events and decisions into parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from inbox._sql import load_queries
+from processors._decide import Claimed, Decision
+from processors._event import Event
+
+__all__ = ["ClaimedEvent", "SessionLimits", "WorkStore"]
+
+QUERIES = load_queries("processors.sql", "queries.sql")
+CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
+CLAIM_SUSPECT: LiteralString = QUERIES["claim_suspect"]
+COUNT_CLAIMS: LiteralString = QUERIES["count_claims"]
+SETTLE_BATCH: LiteralString = QUERIES["settle_batch"]
+UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
+
+AsyncConn = psycopg.AsyncConnection[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedEvent:
+    claimed: Claimed
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """Server-side guardrails for a worker session, so a hung or orphaned handler cannot hold
+    locks and the vacuum horizon for long."""
+
+    statement_timeout_ms: int
+    idle_in_transaction_timeout_ms: int
+    transaction_timeout_ms: int
+    connection_check_interval_ms: int = 5000
+
+
+def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
+    (
+        event_id,
+        attempts,
+        replay_id,
+        crashes,
+        source,
+        key,
+        event_type,
+        received_at,
+        headers,
+        body,
+    ) = row
+    claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
+    event = Event(
+        id=event_id,
+        source=source,
+        key=key,
+        type=event_type,
+        received_at=received_at,
+        headers=headers,
+        body=body,
+        attempt=attempts + 1,
+        is_replay=replay_id is not None,
+        replay_id=replay_id,
+    )
+    return ClaimedEvent(claimed=claimed, event=event)
+
+
+class WorkStore:
+    """The processing side's queries, on connections the worker owns."""
+
+    async def apply_session_limits(self, conn: AsyncConn, limits: SessionLimits) -> None:
+        settings = {
+            "statement_timeout": limits.statement_timeout_ms,
+            "idle_in_transaction_session_timeout": limits.idle_in_transaction_timeout_ms,
+            "client_connection_check_interval": limits.connection_check_interval_ms,
+        }
+        if conn.info.server_version >= 170000:
+            settings["transaction_timeout"] = limits.transaction_timeout_ms
+        for name, value in settings.items():
+            await conn.execute("select set_config(%s, %s, false)", [name, f"{value}ms"])
+        await conn.commit()
+
+    async def claim(self, conn: AsyncConn, batch_size: int) -> list[ClaimedEvent]:
+        """Open the claim transaction and lock a batch: a suspect alone if there is one,
+        else up to ``batch_size`` due events."""
+        cursor = conn.cursor(row_factory=tuple_row)
+        await cursor.execute(CLAIM_SUSPECT)
+        suspect = await cursor.fetchall()
+        if suspect:
+            return [_claimed_event(row) for row in suspect]
+        await cursor.execute(CLAIM_BATCH, {"batch_size": batch_size})
+        return [_claimed_event(row) for row in await cursor.fetchall()]
+
+    async def count_claims(
+        self, side_conn: AsyncConn, event_ids: Sequence[int], worker: str
+    ) -> None:
+        """Durably count the claims (autocommit connection) before any handler runs."""
+        await side_conn.execute(COUNT_CLAIMS, {"event_ids": list(event_ids), "worker": worker})
+
+    async def settle(self, conn: AsyncConn, decisions: Sequence[Decision], worker: str) -> None:
+        """Write every decision of the batch in one statement; the caller commits."""
+        if not decisions:
+            return
+        await conn.execute(
+            SETTLE_BATCH,
+            {
+                "event_ids": [d.event_id for d in decisions],
+                "attempts": [d.attempt for d in decisions],
+                "outcomes": [d.outcome for d in decisions],
+                "states": [d.state for d in decisions],
+                "delays": [d.delay_seconds for d in decisions],
+                "started": [d.started_at for d in decisions],
+                "finished": [d.finished_at for d in decisions],
+                "handlers": [d.handler for d in decisions],
+                "error_classes": [d.error_class for d in decisions],
+                "error_messages": [d.error_message for d in decisions],
+                "replay_ids": [d.replay_id for d in decisions],
+                "worker": worker,
+            },
+        )
+
+    async def unsettled(self, conn: AsyncConn, event_ids: Sequence[int]) -> set[int]:
+        """Which of these events a lost COMMIT did not settle."""
+        cursor = conn.cursor(row_factory=tuple_row)
+        await cursor.execute(UNSETTLED_OF, {"event_ids": list(event_ids)})
+        return {int(row[0]) for row in await cursor.fetchall()}

@@ -1,0 +1,268 @@
+"""The worker: claim loops that orchestrate claim → handle → settle → commit.
+
+The worker never writes SQL of its own (``WorkStore`` owns every query) and never decides an
+outcome (``_decide`` does). One process runs ``concurrency`` claim loops and one listener;
+several processes, on one host or many, cooperate only through SKIP LOCKED.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import psycopg
+import structlog
+
+from inbox._settings import WorkerSettings
+from processors._batch import BatchRunner
+from processors._decide import Policy
+from processors._listener import Listener, Wakeup
+from processors._metrics import WorkerMetrics
+from processors._router import Router
+from processors._store import SessionLimits, WorkStore
+
+__all__ = ["Worker"]
+
+log = structlog.get_logger("processors.worker")
+
+# Failures that mean "the connection is gone", as opposed to a handler's own error.
+CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
+ConnectionTriple = tuple[
+    psycopg.AsyncConnection[Any], psycopg.AsyncConnection[Any], psycopg.Connection[Any]
+]
+
+
+class CommitOutcomeUnknownError(Exception):
+    def __init__(self, event_ids: list[int]) -> None:
+        self.event_ids = event_ids
+        super().__init__(f"connection lost during COMMIT of {len(event_ids)} events")
+
+
+class Worker:
+    """Processes the inbox with ``router``'s handlers until ``stop`` is set.
+
+    ``run()`` returns after a graceful stop: claiming stops, the current batches finish (the
+    events they have not started are released unrun) and commit, within ``grace_seconds``;
+    past that, they are cancelled and roll back whole.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        router: Router,
+        settings: WorkerSettings,
+        *,
+        concurrency: int = 1,
+        name: str | None = None,
+        metrics: WorkerMetrics | None = None,
+        grace_seconds: float | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._dsn = dsn
+        self._router = router
+        self._settings = settings
+        self._concurrency = concurrency
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.metrics = metrics or WorkerMetrics()
+        self._grace = (
+            grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
+        )
+        self._store = WorkStore()
+        # anyio primitives need the running event loop: made in run().
+        self._wakeup: Wakeup | None = None
+        self._stop_requested: anyio.Event | None = None
+        self._stopping = False
+        self._rng = random.Random()
+        self._policy = Policy(
+            max_attempts=settings.max_attempts,
+            max_crashes=settings.max_crashes,
+            backoff_base_seconds=settings.backoff_base_seconds,
+            backoff_max_seconds=settings.backoff_max_seconds,
+            unrouted=settings.unrouted,
+        )
+        timeout_ms = int(settings.handler_timeout_seconds * 1000)
+        self._limits = SessionLimits(
+            statement_timeout_ms=timeout_ms + 1000,
+            idle_in_transaction_timeout_ms=timeout_ms + 10_000,
+            transaction_timeout_ms=2 * timeout_ms + 30_000,
+        )
+
+    def request_stop(self) -> None:
+        """Stop claiming; let current batches finish. Safe to call more than once."""
+        if not self._stopping:
+            log.info("worker_stopping", worker=self.name)
+        self._stopping = True
+        if self._stop_requested is not None:
+            self._stop_requested.set()
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def run(self, stop: anyio.Event | None = None) -> None:
+        log.info(
+            "worker_started",
+            worker=self.name,
+            concurrency=self._concurrency,
+            listen=self._settings.listen,
+            routes=len(self._router.routes),
+        )
+        self._wakeup = wakeup = Wakeup()
+        self._stop_requested = stop_requested = anyio.Event()
+        if self._stopping:
+            stop_requested.set()
+        loops_left = self._concurrency
+        loops_done = anyio.Event()
+
+        async def loop(n: int, wakeup: Wakeup) -> None:
+            nonlocal loops_left
+            try:
+                await self._claim_loop(n, wakeup, stop_requested)
+            finally:
+                loops_left -= 1
+                if loops_left == 0:
+                    loops_done.set()
+
+        async with anyio.create_task_group() as tg:
+            if self._settings.listen:
+                listener = Listener(
+                    self._dsn,
+                    wakeup,
+                    self.metrics,
+                    health_interval_seconds=min(self._settings.poll_interval_seconds, 5.0),
+                    worker=self.name,
+                )
+                tg.start_soon(listener.run)
+            for n in range(self._concurrency):
+                tg.start_soon(loop, n, wakeup)
+            if stop is not None:
+                tg.start_soon(self._stop_when, stop)
+            await stop_requested.wait()
+            # Claiming has stopped; the current batches get their grace period to commit.
+            with anyio.move_on_after(self._grace) as grace:
+                await loops_done.wait()
+            if grace.cancelled_caught:
+                log.warning("worker_grace_expired", worker=self.name, grace_seconds=self._grace)
+            tg.cancel_scope.cancel()
+        log.info("worker_stopped", worker=self.name)
+
+    async def _stop_when(self, stop: anyio.Event) -> None:
+        await stop.wait()
+        self.request_stop()
+
+    @asynccontextmanager
+    async def _connections(self, n: int) -> AsyncIterator[ConnectionTriple]:
+        label = f"pg-inbox worker {self.name}/{n}"
+        conn = await psycopg.AsyncConnection.connect(self._dsn, application_name=label)
+        try:
+            side = await psycopg.AsyncConnection.connect(
+                self._dsn, autocommit=True, application_name=f"{label} claims"
+            )
+            try:
+                await self._store.apply_session_limits(conn, self._limits)
+                # Sync handlers get a sync psycopg connection over the very same server
+                # session: the claim transaction, seen from a worker thread.
+                sync_view: psycopg.Connection[Any] = psycopg.Connection(conn.pgconn)
+                yield conn, side, sync_view
+            finally:
+                await side.close()
+        finally:
+            await conn.close()
+
+    async def _claim_loop(self, n: int, wakeup: Wakeup, stop_requested: anyio.Event) -> None:
+        failures = 0
+        unresolved: list[int] = []
+        worker = f"{self.name}/{n}"
+        while not self._stopping:
+            try:
+                async with self._connections(n) as (conn, side, sync_view):
+                    failures = 0
+                    if unresolved:
+                        await self._resolve_lost_commit(conn, unresolved, worker)
+                        unresolved = []
+                    while not self._stopping:
+                        wake = wakeup.current()
+                        claimed = await self._one_batch(conn, side, sync_view, worker)
+                        if claimed == 0:
+                            with anyio.move_on_after(self._settings.poll_interval_seconds):
+                                await wake.wait()
+            except CommitOutcomeUnknownError as exc:
+                unresolved = exc.event_ids
+                failures += 1
+                await self._back_off(worker, failures, exc, stop_requested)
+            except (psycopg.Error, OSError) as exc:
+                # The connections are closed on the way out (a batch in flight rolls back
+                # whole); the loop reconnects with backoff.
+                failures += 1
+                await self._back_off(worker, failures, exc, stop_requested)
+
+    async def _back_off(
+        self, worker: str, failures: int, exc: BaseException, stop_requested: anyio.Event
+    ) -> None:
+        self.metrics.reconnects.inc()
+        delay = min(5.0, 0.05 * 2**failures) * self._rng.uniform(0.5, 1.0)
+        log.warning(
+            "worker_connection_lost",
+            worker=worker,
+            error=f"{type(exc).__name__}: {exc}",
+            retry_in_seconds=round(delay, 3),
+        )
+        with anyio.move_on_after(delay):
+            await stop_requested.wait()
+
+    async def _resolve_lost_commit(
+        self, conn: psycopg.AsyncConnection[Any], event_ids: list[int], worker: str
+    ) -> None:
+        unsettled = await self._store.unsettled(conn, event_ids)
+        await conn.rollback()
+        log.warning(
+            "commit_outcome_resolved",
+            worker=worker,
+            committed=len(event_ids) - len(unsettled),
+            not_committed=len(unsettled),
+            note="events not committed are claimable again; nothing is re-run blindly",
+        )
+
+    async def _one_batch(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        side: psycopg.AsyncConnection[Any],
+        sync_view: psycopg.Connection[Any],
+        worker: str,
+    ) -> int:
+        started = time.monotonic()
+        batch = await self._store.claim(conn, self._settings.batch_size)
+        if not batch:
+            await conn.rollback()
+            return 0
+        event_ids = [item.claimed.event_id for item in batch]
+        await self._store.count_claims(side, event_ids, worker)
+        runner = BatchRunner(
+            self._router,
+            self._policy,
+            handler_timeout_seconds=self._settings.handler_timeout_seconds,
+            worker=worker,
+            rng=self._rng,
+        )
+        decisions = await runner.run(
+            conn,
+            sync_view,
+            batch,
+            should_stop=lambda: self._stopping,
+            deadline=started + self._settings.handler_timeout_seconds,
+        )
+        await self._store.settle(conn, decisions, worker)
+        try:
+            await conn.commit()
+        except CONNECTION_ERRORS as exc:
+            raise CommitOutcomeUnknownError(event_ids) from exc
+        self.metrics.batches.inc()
+        self.metrics.batch_seconds.observe(time.monotonic() - started)
+        for decision in decisions:
+            self.metrics.outcomes.labels(decision.outcome).inc()
+        return len(batch)

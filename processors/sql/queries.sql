@@ -1,0 +1,98 @@
+-- The processing side's queries. Owned by processors._store.WorkStore; loaded once.
+
+-- name: claim_batch
+-- Take up to batch_size due events that no worker has an unsettled claim on, in order
+-- (live work before replays, then due time), skipping rows other workers hold. The inner
+-- query walks the partial index inbox_work_claim; the locks are taken on inbox_work only.
+select w.event_id, w.attempts, w.replay_id, 0 as crashes,
+       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+from (
+    select event_id, attempts, replay_id, priority, run_at
+    from inbox_work
+    where state = 'pending'
+      and run_at <= now()
+      and not exists (select from inbox_claims c where c.event_id = inbox_work.event_id)
+    order by priority, run_at, event_id
+    limit %(batch_size)s
+    for update skip locked
+) as w
+join inbox_events e on e.id = w.event_id
+order by w.priority, w.run_at, w.event_id
+
+-- name: claim_suspect
+-- Take one due event whose earlier claim never settled (its worker died mid-batch). It runs
+-- alone, so a poison pill cannot take innocent events of its batch down with it again.
+select w.event_id, w.attempts, w.replay_id, c.claims as crashes,
+       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+from inbox_claims c
+join inbox_work w on w.event_id = c.event_id
+join inbox_events e on e.id = w.event_id
+where w.state = 'pending' and w.run_at <= now()
+order by c.last_claimed_at, c.event_id
+limit 1
+for update of w skip locked
+
+-- name: count_claims
+-- On the separate autocommit connection, before any handler runs: one commit per batch.
+insert into inbox_claims (event_id, last_worker)
+select unnest(%(event_ids)s::bigint[]), %(worker)s
+on conflict (event_id) do update
+    set claims = inbox_claims.claims + 1,
+        last_claimed_at = now(),
+        last_worker = excluded.last_worker
+
+-- name: settle_batch
+-- Everything a batch decided, in one statement of the claim transaction: processed and
+-- skipped events leave the work table, failures are rescheduled or dead-lettered, every
+-- outcome is appended to the history, and the claim counters of settled events are reset.
+with outcome as (
+    select *
+    from unnest(
+        %(event_ids)s::bigint[],
+        %(attempts)s::integer[],
+        %(outcomes)s::text[],
+        %(states)s::text[],
+        %(delays)s::float8[],
+        %(started)s::timestamptz[],
+        %(finished)s::timestamptz[],
+        %(handlers)s::text[],
+        %(error_classes)s::text[],
+        %(error_messages)s::text[],
+        %(replay_ids)s::bigint[]
+    ) as o(event_id, attempt, outcome, state, delay, started_at, finished_at, handler,
+           error_class, error_message, replay_id)
+),
+finished as (
+    delete from inbox_work w
+    using outcome o
+    where w.event_id = o.event_id and o.state = 'done'
+),
+rescheduled as (
+    update inbox_work w
+    set state = o.state,
+        attempts = o.attempt,
+        run_at = now() + make_interval(secs => o.delay),
+        last_error = o.error_class || ': ' || o.error_message
+    from outcome o
+    where w.event_id = o.event_id and o.state <> 'done' and o.outcome <> 'released'
+),
+unclaimed as (
+    delete from inbox_claims c
+    using outcome o
+    where c.event_id = o.event_id
+)
+insert into inbox_attempts
+    (event_id, attempt, started_at, finished_at, outcome, handler, worker,
+     error_class, error_message, replay_id)
+select event_id, attempt, started_at, finished_at, outcome, handler, %(worker)s,
+       error_class, error_message, replay_id
+from outcome
+where outcome <> 'released'
+
+-- name: unsettled_of
+-- After a connection was lost during COMMIT: settling deletes an event's claim counter in
+-- the claim transaction, so a counter that is still there means the commit did not happen.
+-- Re-read, never re-run blindly: unsettled events are simply claimable again.
+select event_id
+from inbox_claims
+where event_id = any(%(event_ids)s::bigint[])

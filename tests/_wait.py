@@ -1,0 +1,40 @@
+"""Waiting for a state of the database, not for a length of time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import psycopg
+
+# How often a condition is re-read while waiting for it. The wait ends as soon as the
+# condition holds; only the deadline is a length of time, and reaching it fails the test.
+RECHECK_SECONDS = 0.02
+
+
+def scalar(url: str, query: str, params: Any = None) -> Any:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+
+def wait_for(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Block until ``condition()`` is true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(RECHECK_SECONDS)
+
+
+async def await_for(condition: Callable[[], bool], *, within: float, what: str) -> None:
+    """``wait_for`` for async tests (the condition runs in a thread)."""
+    try:
+        with anyio.fail_after(within):
+            # A database state has no event to await: it is re-read until it holds.
+            while not await anyio.to_thread.run_sync(condition):  # noqa: ASYNC110
+                await anyio.sleep(RECHECK_SECONDS)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {within} s waiting for {what}") from None

@@ -1,0 +1,66 @@
+"""Running an in-process worker against a test database until a condition holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import psycopg
+
+from inbox import InboxWriter
+from inbox._settings import WorkerSettings
+from processors import Router, Worker, WorkerMetrics
+from tests._wait import await_for
+
+FAST = {
+    "poll_interval_seconds": 0.5,
+    "backoff_base_seconds": 0.01,
+    "backoff_max_seconds": 0.05,
+}
+
+
+def settings(**overrides: Any) -> WorkerSettings:
+    return WorkerSettings(**{**FAST, **overrides})
+
+
+def write_events(
+    url: str, count: int, *, source: str = "shop", event_type: str = "order.paid"
+) -> list[int]:
+    with InboxWriter(url) as writer:
+        return [
+            writer.write(
+                source, f"key-{n}", f'{{"n": {n}}}'.encode(), event_type=event_type
+            ).event_id
+            for n in range(count)
+        ]
+
+
+def create_business_table(url: str) -> None:
+    with psycopg.connect(url) as conn:
+        conn.execute("create table payments (event_id bigint not null, amount int, note text)")
+
+
+def run_worker_until(
+    url: str,
+    router: Router,
+    condition: Callable[[], bool],
+    *,
+    worker_settings: WorkerSettings | None = None,
+    concurrency: int = 1,
+    timeout: float = 30,
+    what: str = "the condition",
+) -> WorkerMetrics:
+    """Run a worker in this process until ``condition()`` holds, then stop it gracefully."""
+    worker = Worker(url, router, worker_settings or settings(), concurrency=concurrency)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            try:
+                await await_for(condition, within=timeout, what=what)
+            finally:
+                worker.request_stop()
+
+    anyio.run(main)
+    return worker.metrics

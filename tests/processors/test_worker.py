@@ -1,0 +1,248 @@
+"""The worker in this process against a real PostgreSQL: settle, retry, dead-letter, route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from processors import Event, Retry, Router
+from tests._wait import scalar
+from tests.processors._support import (
+    create_business_table,
+    run_worker_until,
+    settings,
+    write_events,
+)
+
+
+def _work_left(url: str) -> int:
+    return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))
+
+
+def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
+    create_business_table(db_url)
+    ids = write_events(db_url, 200)
+    router = Router()
+
+    @router.on("shop", "order.paid")
+    async def paid(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(
+            "insert into payments (event_id, amount) values (%s, %s)",
+            [event.id, event.json()["n"]],
+        )
+
+    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0, what="an empty queue")
+    assert scalar(db_url, "select count(*) from payments") == 200
+    assert scalar(db_url, "select count(distinct event_id) from payments") == 200
+    assert scalar(db_url, "select count(*) from inbox_work") == 0
+    outcomes = scalar(
+        db_url,
+        "select array_agg(distinct outcome) from inbox_attempts where event_id = any(%s)",
+        [ids],
+    )
+    assert outcomes == ["processed"]
+    assert scalar(db_url, "select count(*) from inbox_claims") == 0
+
+
+def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(db_url: str) -> None:
+    create_business_table(db_url)
+    write_events(db_url, 50)
+    router = Router()
+    seen: list[type] = []
+
+    @router.on("shop", "*")
+    def paid(event: Event, conn: psycopg.Connection[Any]) -> None:
+        seen.append(type(conn))
+        conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    assert set(seen) == {psycopg.Connection}
+    assert scalar(db_url, "select count(*) from payments") == 50
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_handler_that_writes_then_raises_leaves_no_business_row(db_url: str, kind: str) -> None:
+    create_business_table(db_url)
+    [event_id] = write_events(db_url, 1)
+    router = Router()
+
+    if kind == "async":
+
+        @router.on("shop")
+        async def broken(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+            await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+            raise RuntimeError("card network said no")
+
+    else:
+
+        @router.on("shop")
+        def broken_sync(event: Event, conn: psycopg.Connection[Any]) -> None:
+            conn.execute("insert into payments (event_id) values (%s)", [event.id])
+            raise RuntimeError("card network said no")
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
+        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
+    )
+    assert scalar(db_url, "select count(*) from payments") == 0
+    with psycopg.connect(db_url) as conn:
+        attempt = conn.execute(
+            "select outcome, error_class, error_message, attempt from inbox_attempts"
+        ).fetchone()
+        work = conn.execute(
+            "select state, attempts, run_at > now(), last_error"
+            " from inbox_work where event_id = %s",
+            [event_id],
+        ).fetchone()
+    assert attempt == ("failed", "RuntimeError", "card network said no", 1)
+    assert work == ("pending", 1, True, "RuntimeError: card network said no")
+
+
+def test_failures_back_off_then_dead_letter_after_max_attempts(db_url: str) -> None:
+    [event_id] = write_events(db_url, 1)
+    router = Router()
+
+    @router.on("shop")
+    async def always_fails(event: Event, conn: Any) -> None:
+        raise ValueError(f"attempt {event.attempt} failed")
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 1,
+        worker_settings=settings(max_attempts=4, backoff_base_seconds=0.05, backoff_max_seconds=1),
+    )
+    with psycopg.connect(db_url) as conn:
+        attempts = conn.execute(
+            "select attempt, outcome, error_message from inbox_attempts order by id"
+        ).fetchall()
+        work = conn.execute(
+            "select state, attempts, last_error from inbox_work where event_id = %s", [event_id]
+        ).fetchone()
+    assert attempts == [
+        (1, "failed", "attempt 1 failed"),
+        (2, "failed", "attempt 2 failed"),
+        (3, "failed", "attempt 3 failed"),
+        (4, "dead", "attempt 4 failed"),
+    ]
+    assert work == ("dead", 4, "ValueError: attempt 4 failed")
+
+
+def test_retry_after_reschedules_without_counting_a_failure(db_url: str) -> None:
+    [event_id] = write_events(db_url, 1)
+    router = Router()
+    calls: list[int] = []
+
+    @router.on("shop")
+    async def later(event: Event, conn: Any) -> None:
+        calls.append(event.attempt)
+        if len(calls) == 1:
+            raise Retry(after=0.3, reason="rate limited")
+
+    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            "select outcome, attempt, error_message, finished_at from inbox_attempts order by id"
+        ).fetchall()
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("retry", 0, "rate limited"),
+        ("processed", 1, None),
+    ]
+    assert calls == [1, 1]  # a Retry is not a failed attempt
+    gap = (rows[1][3] - rows[0][3]).total_seconds()
+    assert gap >= 0.3, f"ran again after {gap:.3f} s, before Retry(after=0.3)"
+    assert event_id
+
+
+def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str) -> None:
+    write_events(db_url, 1, source="stripe", event_type="charge.refunded")
+    router = Router()
+
+    @router.on("stripe", "invoice.*")
+    async def invoices(event: Event, conn: Any) -> None:
+        raise AssertionError("must not run")
+
+    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute("select outcome, error_message from inbox_attempts").fetchone()
+    assert row is not None
+    assert row[0] == "skipped"
+    assert "no handler routed for source 'stripe', type 'charge.refunded'" in row[1]
+
+
+def test_unrouted_events_fail_when_configured_to(db_url: str) -> None:
+    write_events(db_url, 1)
+    run_worker_until(
+        db_url,
+        Router(),
+        lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 1,
+        worker_settings=settings(unrouted="fail", max_attempts=1),
+    )
+    assert scalar(db_url, "select error_class from inbox_attempts") == "NoRouteError"
+
+
+def test_async_handler_deadline_is_a_failed_attempt(db_url: str) -> None:
+    write_events(db_url, 1)
+    router = Router()
+
+    @router.on("shop", timeout_seconds=0.2)
+    async def hangs(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("select pg_sleep(30)")
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
+        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
+    )
+    row = scalar(db_url, "select error_class || ': ' || error_message from inbox_attempts")
+    assert row.startswith("HandlerTimeoutError: handler ")
+    assert "exceeded 0.2 s" in row
+
+
+def test_sync_handler_deadline_cancels_its_query(db_url: str) -> None:
+    write_events(db_url, 1)
+    router = Router()
+
+    @router.on("shop", timeout_seconds=0.2)
+    def hangs(event: Event, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("select pg_sleep(30)")
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
+        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
+        timeout=20,
+    )
+    assert scalar(db_url, "select error_class from inbox_attempts") == "HandlerTimeoutError"
+
+
+def test_event_fields_reach_the_handler(db_url: str) -> None:
+    from inbox import InboxWriter
+
+    with InboxWriter(db_url) as writer:
+        writer.write("stripe", "evt_7", b'{"a": 1}', {"x-h": "v"}, event_type="invoice.paid")
+    router = Router()
+    seen: list[Event] = []
+
+    @router.on("stripe", "invoice.paid")
+    async def capture(event: Event, conn: Any) -> None:
+        seen.append(event)
+
+    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    [event] = seen
+    assert (event.source, event.key, event.type, event.attempt) == (
+        "stripe",
+        "evt_7",
+        "invoice.paid",
+        1,
+    )
+    assert event.headers == {"x-h": "v"}
+    assert event.body == b'{"a": 1}'
+    assert event.json() == {"a": 1}
+    assert event.is_replay is False
