@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_dev import register as register_dev
 
     register_dev(commands)
+    from inbox._cli_receiver import register as register_receiver
+
+    register_receiver(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
         plugin.load()(commands)
     return parser
