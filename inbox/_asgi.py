@@ -122,6 +122,7 @@ def create_app(
             yield
         finally:
             await slot.close()
+            log.info("receiver_stopped")
 
     app = Starlette(
         routes=[
