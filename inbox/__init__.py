@@ -3,6 +3,7 @@
 This package never imports ``processors``: the writer embeds in web apps that run no workers.
 """
 
+from inbox._asgi import create_app
 from inbox._errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -12,6 +13,8 @@ from inbox._errors import (
     MigrationError,
     VerificationError,
 )
+from inbox._metrics import ReceiverMetrics
+from inbox._receiver_core import Receiver, ReceiverResponse
 from inbox._settings import Settings, SourceSettings, load_settings
 from inbox._write_plan import WriteResult
 from inbox._writer import InboxWriter
@@ -26,9 +29,13 @@ __all__ = [
     "InboxWriter",
     "InvalidWriteError",
     "MigrationError",
+    "Receiver",
+    "ReceiverMetrics",
+    "ReceiverResponse",
     "Settings",
     "SourceSettings",
     "VerificationError",
     "WriteResult",
+    "create_app",
     "load_settings",
 ]

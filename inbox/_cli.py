@@ -67,8 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_dev import register as register_dev
 
     register_dev(commands)
+    from inbox._cli_receiver import register as register_receiver
+
+    register_receiver(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
-        plugin.load()(commands)
+        try:
+            register = plugin.load()
+        except ImportError as exc:
+            # An installed plugin that does not import (a stale install, a missing extra)
+            # must not take the receiving side's commands down with it.
+            print(f"inbox: warning: commands of {plugin.value} unavailable: {exc}", file=sys.stderr)
+            continue
+        register(commands)
     return parser
 
 

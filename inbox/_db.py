@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from inbox._errors import DatabaseUnavailableError
+from inbox._errors import DatabaseUnavailableError, MigrationError
 
 __all__ = ["translate_driver_errors"]
 
@@ -18,10 +18,15 @@ def translate_driver_errors(action: str) -> Iterator[None]:
     """Re-raise connection-level failures as ``DatabaseUnavailableError``.
 
     Errors that mean "the database answered no" (constraint violations, the append-only
-    guard) stay psycopg errors: they are bugs or deliberate refusals, not outages.
+    guard) stay psycopg errors: they are bugs or deliberate refusals, not outages. A missing
+    inbox table is a ``MigrationError``: the fix is ``inbox db upgrade``.
     """
     try:
         yield
+    except psycopg.errors.UndefinedTable as exc:
+        raise MigrationError(
+            f"{action}: the inbox schema is missing ({exc}); run `inbox db upgrade`"
+        ) from exc
     except psycopg_pool.PoolTimeout as exc:
         raise DatabaseUnavailableError(
             f"{action}: no database connection available: {exc}"

@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from inbox._errors import ConfigError
+from inbox._extract import parse_spec
 
 __all__ = [
     "DatabaseSettings",
@@ -82,6 +83,20 @@ class SourceSettings(_Section):
     type_from: str | None = None
     # Scheme-specific settings, e.g. the `hmac` recipe (header, algorithm, encoding, ...).
     options: dict[str, Any] = Field(default_factory=dict)
+    # Signing side, for `inbox send` only (the receiver never needs them): the private key of
+    # an asymmetric scheme (alipay, wechatpay: PEM; standard-webhooks v1a: whsk_), inline or
+    # read from the environment, and a sample payload (a JSON object, or the form's fields)
+    # into which `inbox send` puts a fresh key and the event type.
+    private_key: SecretStr | None = None
+    private_key_env: str | None = None
+    sample: dict[str, Any] | None = None
+
+    @field_validator("key_from", "type_from")
+    @classmethod
+    def _valid_spec(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_spec(value)  # raises ValueError with the accepted forms
+        return value
 
     def secret_values(self) -> list[str]:
         """The active secrets: those in the file, then a comma-separated ``secrets_env``."""
@@ -90,6 +105,14 @@ class SourceSettings(_Section):
             from_env = os.environ.get(self.secrets_env, "")
             values.extend(v.strip() for v in from_env.split(",") if v.strip())
         return values
+
+    def private_key_value(self) -> str | None:
+        """The signing key: the one in the file, else the ``private_key_env`` variable."""
+        if self.private_key is not None:
+            return self.private_key.get_secret_value()
+        if self.private_key_env:
+            return os.environ.get(self.private_key_env) or None
+        return None
 
 
 class WorkerSettings(_Section):

@@ -28,6 +28,7 @@ QUERIES = load_queries("inbox.sql", "queries.sql")
 INSERT_EVENT: LiteralString = QUERIES["insert_event"]
 RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
+PING: LiteralString = QUERIES["ping"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from inbox._errors import InboxError
 from inbox._write_plan import (
     MAX_WRITE_ROUNDS,
     NOTIFY_WORK,
+    PING,
     NotifyCoalescer,
     WriteResult,
     prepare_write,
@@ -40,6 +41,8 @@ class InboxWriter:
     Give it a connection string (it then owns a pool of autocommit connections) or your own
     ``psycopg_pool.ConnectionPool``. ``write(..., conn=c)`` joins ``c``'s open transaction
     instead: the event commits or rolls back with the caller's own writes.
+    ``connection_kwargs`` go to every connection of an owned pool (``connect_timeout``,
+    ``options="-c statement_timeout=5000"``, ...).
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class InboxWriter:
         min_size: int = 1,
         max_size: int = 10,
         timeout_seconds: float = 5.0,
+        connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if (dsn is None) == (pool is None):
             raise TypeError("InboxWriter needs exactly one of a connection string or pool=")
@@ -64,7 +68,11 @@ class InboxWriter:
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout_seconds,
-                kwargs={"autocommit": True, "application_name": "pg-inbox writer"},
+                kwargs={
+                    "application_name": "pg-inbox writer",
+                    **(connection_kwargs or {}),
+                    "autocommit": True,
+                },
                 open=True,
             )
         self._pool: ConnectionPool = pool
@@ -112,6 +120,14 @@ class InboxWriter:
         if result.is_new and not params["notify"] and not in_callers_txn and self._notify != "off":
             self._after_commit()
         return result
+
+    def ping(self) -> None:
+        """Check that the database answers and holds the inbox schema (health checks).
+
+        Raises ``DatabaseUnavailableError``, or ``MigrationError`` when the schema is missing.
+        """
+        with translate_driver_errors("checking the database"), self._pool.connection() as conn:
+            conn.execute(PING)
 
     def _run(self, conn: psycopg.Connection[Any], params: dict[str, object]) -> WriteResult:
         for round_no in range(MAX_WRITE_ROUNDS):

@@ -21,6 +21,7 @@ from inbox._errors import InboxError
 from inbox._write_plan import (
     MAX_WRITE_ROUNDS,
     NOTIFY_WORK,
+    PING,
     NotifyCoalescer,
     WriteResult,
     prepare_write,
@@ -51,6 +52,7 @@ class AsyncInboxWriter:
         min_size: int = 1,
         max_size: int = 10,
         timeout_seconds: float = 5.0,
+        connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if (dsn is None) == (pool is None):
             raise TypeError("AsyncInboxWriter needs exactly one of a connection string or pool=")
@@ -63,7 +65,11 @@ class AsyncInboxWriter:
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout_seconds,
-                kwargs={"autocommit": True, "application_name": "pg-inbox writer"},
+                kwargs={
+                    "application_name": "pg-inbox writer",
+                    **(connection_kwargs or {}),
+                    "autocommit": True,
+                },
                 open=False,
             )
         self._pool: AsyncConnectionPool = pool
@@ -114,6 +120,16 @@ class AsyncInboxWriter:
         if result.is_new and not params["notify"] and not in_callers_txn and self._notify != "off":
             await self._after_commit()
         return result
+
+    async def ping(self) -> None:
+        """Check that the database answers and holds the inbox schema (health checks).
+
+        Raises ``DatabaseUnavailableError``, or ``MigrationError`` when the schema is missing.
+        """
+        with translate_driver_errors("checking the database"):
+            await self.open()
+            async with self._pool.connection() as conn:
+                await conn.execute(PING)
 
     async def _run(
         self, conn: psycopg.AsyncConnection[Any], params: dict[str, object]

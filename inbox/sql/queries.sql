@@ -57,3 +57,7 @@ select id, false as is_new from known
 -- name: notify_work
 -- A payload-free hint: the work table is the truth, a notification only says "look now".
 select pg_notify('inbox_work', '')
+
+-- name: ping
+-- The health check: the server answers and the schema is there.
+select 1 from inbox_events limit 1

@@ -1,0 +1,63 @@
+"""The receiver's Prometheus metrics, in a registry of their own (one per receiver).
+
+A registry per instance, not the process-global default: two receivers in one process (two
+apps, or the tests) never collide, and ``/metrics`` shows exactly this receiver's numbers.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+__all__ = ["UNKNOWN_SOURCE_LABEL", "ReceiverMetrics"]
+
+# Requests for unconfigured sources share one label: a label per URL path would let anyone
+# grow the registry without bound.
+UNKNOWN_SOURCE_LABEL = "(unknown)"
+
+# An acknowledgement should take milliseconds; the upper buckets show a struggling database.
+_WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ReceiverMetrics:
+    """Requests by source and outcome, write latency, and rejections by reason."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "inbox_receiver_requests",
+            "Webhook requests by source and outcome (accepted, duplicate or a rejection).",
+            ["source", "outcome"],
+            registry=self.registry,
+        )
+        self.write_seconds = Histogram(
+            "inbox_receiver_write_seconds",
+            "Time to append a verified webhook to the inbox (the write's round trip).",
+            ["source"],
+            buckets=_WRITE_BUCKETS,
+            registry=self.registry,
+        )
+        self.rejections = Counter(
+            "inbox_receiver_rejections",
+            "Webhook requests refused, by precise reason (never told to the caller).",
+            ["source", "reason"],
+            registry=self.registry,
+        )
+
+    def observe(self, source: str, outcome: str, reason: str | None = None) -> None:
+        """Count one request; a ``reason`` also counts it as a rejection."""
+        self.requests.labels(source=source, outcome=outcome).inc()
+        if reason is not None:
+            self.rejections.labels(source=source, reason=reason).inc()
+
+    def observe_write(self, source: str, seconds: float) -> None:
+        self.write_seconds.labels(source=source).observe(seconds)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text and its content type, for a ``/metrics`` endpoint."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

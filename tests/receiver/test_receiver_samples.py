@@ -1,0 +1,120 @@
+"""`inbox send`'s samples verify with the source's own verifier, for every scheme."""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from inbox import Receiver, Settings
+from inbox._samples import build_sample
+from inbox._source_config import source_verifier
+from inbox.verifiers import SCHEMES, WebhookRequest
+from tests.receiver.conftest import RsaPair, source_tables
+
+
+def _ed25519() -> tuple[str, str]:
+    key = ed25519.Ed25519PrivateKey.generate()
+    seed = key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    return "whsk_" + base64.b64encode(seed).decode(), "whpk_" + base64.b64encode(public).decode()
+
+
+def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
+    whsk, whpk = _ed25519()
+    return [
+        *source_tables(rsa_pair),
+        {"name": "shopify", "verifier": "shopify", "secrets": ["shpss"]},
+        {
+            "name": "twilio",
+            "verifier": "twilio",
+            "secrets": ["auth-token"],
+            "public_url": "https://hooks.example.com/twilio",
+        },
+        {
+            "name": "recipe",
+            "verifier": "hmac",
+            "secrets": ["s3cret"],
+            "options": {
+                "header": "X-Signature",
+                "prefix": "sha256=",
+                "signed_content": "{timestamp}.{body}",
+                "timestamp_header": "X-Timestamp",
+                "id_header": "X-Delivery",
+            },
+        },
+        {
+            "name": "ed25519",
+            "verifier": "standard-webhooks",
+            "public_keys": [whpk],
+            "private_key": whsk,
+        },
+        {
+            "name": "custom",
+            "verifier": "stripe",
+            "secrets": ["whsec_x"],
+            "key_from": "json:/meta/delivery",
+            "type_from": "header:x-kind",
+            "sample": {"meta": {"note": "mine"}},
+        },
+    ]
+
+
+def test_every_scheme_is_covered(rsa_pair: RsaPair) -> None:
+    assert {t["verifier"] for t in _tables(rsa_pair)} == set(SCHEMES)
+
+
+def test_each_sample_verifies_and_yields_a_fresh_key_and_the_type(rsa_pair: RsaPair) -> None:
+    settings = Settings(sources=_tables(rsa_pair))
+    receiver = Receiver(settings)
+    now = time.time()
+    for source in settings.sources:
+        keys = set()
+        for _ in range(2):
+            sample = build_sample(
+                source,
+                url=f"http://10.0.0.5:8000/webhooks/{source.name}",
+                now=now,
+                event_type="thing.happened",
+            )
+            request = WebhookRequest("POST", sample.url, sample.headers, sample.body)
+            source_verifier(source).verify(request, now=now)  # raises if it does not verify
+            key, event_type = receiver.sources[source.name].extraction.extract(request)
+            assert key is not None, source.name
+            keys.add(key)
+            if receiver.sources[source.name].extraction.type_specs:
+                assert event_type == "thing.happened", source.name
+        assert len(keys) == 2, f"{source.name}: two sends must be two events"
+
+
+def test_the_sample_table_and_overrides_are_honoured(rsa_pair: RsaPair) -> None:
+    settings = Settings(sources=_tables(rsa_pair))
+    source = settings.source("custom")
+    assert source is not None
+    sample = build_sample(
+        source, url="http://x/webhooks/custom", now=time.time(), msg_id="d-1", event_type="k"
+    )
+    assert b'"note":"mine"' in sample.body
+    assert b'"delivery":"d-1"' in sample.body
+    assert sample.headers["x-kind"] == "k"
+
+
+@pytest.mark.parametrize("missing", ["alipay", "wechatpay"])
+def test_an_asymmetric_source_without_a_private_key_cannot_send(
+    rsa_pair: RsaPair, missing: str
+) -> None:
+    from inbox import ConfigError
+
+    tables = [dict(t) for t in source_tables(rsa_pair) if t["name"] == missing]
+    tables[0].pop("private_key")
+    [source] = Settings(sources=tables).sources
+    with pytest.raises(ConfigError, match="private_key"):
+        build_sample(source, url="http://x", now=time.time())
