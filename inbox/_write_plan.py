@@ -162,11 +162,17 @@ class NotifyCoalescer:
             self._trailing_due = self._last_sent + self._interval
             return self._trailing_due - now
 
-    def trailing_sent(self, now: float) -> None:
-        """Call when the scheduled trailing notify has been sent (or abandoned)."""
+    def take_trailing(self, now: float) -> bool:
+        """Call when the trailing notify's timer fires, or when the writer closes. True
+        exactly once per scheduled trailing notify: the caller then sends it. The slot is
+        cleared *before* the send, so a commit that lands while it is being sent schedules
+        a new one instead of being left uncovered."""
         with self._lock:
+            if self._trailing_due is None:
+                return False
             self._trailing_due = None
             self._last_sent = now
+            return True
 
 
 def write_query(round_no: int) -> LiteralString:

@@ -151,10 +151,8 @@ class InboxWriter:
                 self._timer.start()
 
     def _send_trailing(self) -> None:
-        try:
+        if self._coalescer.take_trailing(time.monotonic()):
             self._send_notify()
-        finally:
-            self._coalescer.trailing_sent(time.monotonic())
 
     def _send_notify(self) -> None:
         # A hint only: a lost notification costs latency (the workers' poll finds the row),
@@ -171,9 +169,9 @@ class InboxWriter:
         """Send a pending wake-up now, and close the pool if the writer owns it."""
         with self._timer_lock:
             timer, self._timer = self._timer, None
-        if timer is not None and timer.is_alive():
+        if timer is not None:
             timer.cancel()
-            self._send_trailing()
+        self._send_trailing()  # a no-op unless a trailing notify is still owed
         if self._owns_pool:
             self._pool.close()
 

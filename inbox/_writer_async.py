@@ -156,10 +156,8 @@ class AsyncInboxWriter:
         task.add_done_callback(self._tasks.discard)
 
     async def _send_trailing(self) -> None:
-        try:
+        if self._coalescer.take_trailing(time.monotonic()):
             await self._send_notify()
-        finally:
-            self._coalescer.trailing_sent(time.monotonic())
 
     async def _send_notify(self) -> None:
         # A hint only: a lost notification costs latency, never an event.
@@ -174,9 +172,9 @@ class AsyncInboxWriter:
     async def close(self) -> None:
         """Send a pending wake-up now, and close the pool if the writer owns it."""
         trailing, self._trailing = self._trailing, None
-        if trailing is not None and not trailing.cancelled():
+        if trailing is not None:
             trailing.cancel()
-            await self._send_trailing()
+        await self._send_trailing()  # a no-op unless a trailing notify is still owed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._owns_pool and self._opened:
