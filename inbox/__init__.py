@@ -3,7 +3,8 @@
 This package never imports ``processors``: the writer embeds in web apps that run no workers.
 """
 
-from inbox._asgi import create_app
+from typing import TYPE_CHECKING, Any
+
 from inbox._errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -13,12 +14,36 @@ from inbox._errors import (
     MigrationError,
     VerificationError,
 )
-from inbox._metrics import ReceiverMetrics
-from inbox._receiver_core import Receiver, ReceiverResponse
 from inbox._settings import Settings, SourceSettings, load_settings
 from inbox._write_plan import WriteResult
 from inbox._writer import InboxWriter
 from inbox._writer_async import AsyncInboxWriter
+
+if TYPE_CHECKING:
+    from inbox._asgi import create_app
+    from inbox._metrics import ReceiverMetrics
+    from inbox._receiver_core import Receiver, ReceiverResponse
+
+# The receiver's names pull in Starlette, prometheus-client and the verifiers: an app that
+# only embeds the writer should not pay for them, so they load on first use.
+_LAZY = {
+    "create_app": "inbox._asgi",
+    "ReceiverMetrics": "inbox._metrics",
+    "Receiver": "inbox._receiver_core",
+    "ReceiverResponse": "inbox._receiver_core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'inbox' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AsyncInboxWriter",

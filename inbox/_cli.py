@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
-from inbox import _migrate
 from inbox._errors import InboxError
 from inbox._logging import configure_logging
 from inbox._runtime import database_url
@@ -21,6 +20,8 @@ Command = Callable[[argparse.Namespace, Settings], int]
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox import _migrate  # alembic is heavy: loaded by the commands that use it
+
     with database_url(settings) as url:
         _migrate.upgrade(url, args.revision)
         print(f"database at revision {_migrate.current_revision(url)}")
@@ -28,6 +29,8 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox import _migrate  # alembic is heavy: loaded by the commands that use it
+
     with database_url(settings) as url:
         _migrate.downgrade(url, args.revision)
         print(f"database at revision {_migrate.current_revision(url) or 'base (empty)'}")
@@ -35,6 +38,8 @@ def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_current(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox import _migrate  # alembic is heavy: loaded by the commands that use it
+
     with database_url(settings) as url:
         current = _migrate.current_revision(url)
         head = _migrate.head_revision()

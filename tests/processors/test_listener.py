@@ -1,0 +1,68 @@
+"""Wake-ups: the listener survives the loss of its connection, and says so in its metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import psycopg
+
+from inbox import InboxWriter
+from processors import Event, Router, Worker
+from tests._wait import await_for, scalar
+from tests.processors._support import settings
+
+
+def test_terminated_listener_reconnects_and_events_keep_flowing(db_url: str) -> None:
+    router = Router()
+    handled: list[int] = []
+
+    @router.on("shop")
+    async def record(event: Event, conn: Any) -> None:
+        handled.append(event.id)
+
+    # A poll so slow that only wake-ups can explain prompt processing.
+    worker = Worker(db_url, router, settings(poll_interval_seconds=60))
+    metrics = worker.metrics.registry
+
+    def sample(name: str) -> float:
+        value = metrics.get_sample_value(name)
+        return 0.0 if value is None else value
+
+    def write(key: str) -> None:
+        with InboxWriter(db_url) as writer:
+            writer.write("shop", key, b"{}")
+
+    def terminate_listener() -> int:
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "select pg_terminate_backend(pid) from pg_stat_activity"
+                " where application_name like 'pg-inbox listener%%'"
+                " and datname = current_database()"
+            ).fetchall()
+        return len(rows)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await await_for(
+                lambda: sample("inbox_listener_up") == 1, within=30, what="the listener"
+            )
+            await anyio.to_thread.run_sync(write, "before")
+            await await_for(lambda: len(handled) == 1, within=30, what="the first event")
+
+            assert await anyio.to_thread.run_sync(terminate_listener) == 1
+            await await_for(
+                lambda: sample("inbox_listener_reconnects_total") >= 1,
+                within=30,
+                what="the outage to show in the metrics",
+            )
+            await await_for(
+                lambda: sample("inbox_listener_up") == 1, within=30, what="the listener back"
+            )
+            await anyio.to_thread.run_sync(write, "after")
+            await await_for(lambda: len(handled) == 2, within=30, what="the second event")
+            worker.request_stop()
+
+    anyio.run(main)
+    assert scalar(db_url, "select count(*) from inbox_work") == 0
