@@ -89,13 +89,12 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         victim = rng.choice([w for w in workers if w.alive()])
         # Kill it while it holds a batch: its claim counters are committed before its
         # handlers run and deleted when the batch commits, so they mark a batch in flight.
-        in_flight = f"%:{victim.pid}/%"
         wait_for(
-            lambda: (
+            lambda pattern=f"%:{victim.pid}/%": (
                 scalar(
                     db_url,
                     "select count(*) from inbox_claims where last_worker like %s",
-                    [in_flight],
+                    [pattern],
                 )
                 > 0
             ),
