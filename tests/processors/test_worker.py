@@ -246,3 +246,82 @@ def test_event_fields_reach_the_handler(db_url: str) -> None:
     assert event.body == b'{"a": 1}'
     assert event.json() == {"a": 1}
     assert event.is_replay is False
+
+
+def test_worker_sessions_carry_server_side_guardrails(db_url: str) -> None:
+    write_events(db_url, 1)
+    router = Router()
+    seen: dict[str, str] = {}
+
+    @router.on("shop")
+    async def look(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        for name in (
+            "statement_timeout",
+            "idle_in_transaction_session_timeout",
+            "client_connection_check_interval",
+        ):
+            cursor = await conn.execute(f"show {name}")
+            row = await cursor.fetchone()
+            assert row is not None
+            seen[name] = row[0]
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: _work_left(db_url) == 0,
+        worker_settings=settings(handler_timeout_seconds=7),
+    )
+    assert seen == {
+        "statement_timeout": "8s",
+        "idle_in_transaction_session_timeout": "17s",
+        "client_connection_check_interval": "5s",
+    }
+
+
+def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
+    import anyio
+
+    from processors import Worker
+    from tests._wait import await_for
+
+    router = Router()
+    handled: list[int] = []
+
+    @router.on("shop")
+    async def ok(event: Event, conn: Any) -> None:
+        handled.append(event.id)
+
+    worker = Worker(db_url, router, settings(listen=False, poll_interval_seconds=0.1))
+
+    def listeners() -> int:
+        return int(
+            scalar(
+                db_url,
+                "select count(*) from pg_stat_activity"
+                " where application_name like 'pg-inbox listener%%'",
+            )
+        )
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await await_for(
+                lambda: (
+                    scalar(
+                        db_url,
+                        "select count(*) from pg_stat_activity"
+                        " where application_name like 'pg-inbox worker%%'",
+                    )
+                    > 0
+                ),
+                within=30,
+                what="the worker to connect",
+            )
+            # Written while the worker idles: only its poll can find it.
+            await anyio.to_thread.run_sync(write_events, db_url, 1)
+            await await_for(lambda: len(handled) == 1, within=30, what="the poll to find it")
+            assert await anyio.to_thread.run_sync(listeners) == 0
+            worker.request_stop()
+
+    anyio.run(main)
+    assert worker.metrics.registry.get_sample_value("inbox_notifications_total") == 0
