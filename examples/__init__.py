@@ -1,0 +1,1 @@
+"""Example handlers that `inbox dev` runs (not part of the installed package)."""
