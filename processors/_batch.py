@@ -37,9 +37,12 @@ __all__ = ["BatchRunner"]
 
 log = structlog.get_logger("processors.worker")
 
+# One round trip per event for the savepoint: the previous event's savepoint is released
+# and the next one taken in a single simple-protocol message. The last one is never
+# released: COMMIT keeps what it holds.
 SAVEPOINT = "savepoint inbox_handler"
+NEXT_SAVEPOINT = "release savepoint inbox_handler; savepoint inbox_handler"
 ROLLBACK_TO_SAVEPOINT = "rollback to savepoint inbox_handler"
-RELEASE_SAVEPOINT = "release savepoint inbox_handler"
 
 
 def _now() -> datetime:
@@ -61,6 +64,7 @@ class BatchRunner:
         self._timeout = handler_timeout_seconds
         self._worker = worker
         self._rng = rng or random.Random()
+        self._savepoint_taken = False
 
     async def run(
         self,
@@ -74,12 +78,17 @@ class BatchRunner:
         """Run each event's handler; events not started by ``deadline`` (monotonic) or after
         a stop request are released unrun, so one slow batch cannot hold its locks long."""
         decisions: list[Decision] = []
+        self._savepoint_taken = False
         for item in batch:
             if should_stop() or time.monotonic() > deadline:
                 decisions.append(decide_released(item.claimed, now=_now()))
                 continue
             decisions.append(await self._run_one(conn, sync_conn, item))
         return decisions
+
+    async def _take_savepoint(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(NEXT_SAVEPOINT if self._savepoint_taken else SAVEPOINT)
+        self._savepoint_taken = True
 
     async def _run_one(
         self,
@@ -108,7 +117,7 @@ class BatchRunner:
 
         started = _now()
         error: BaseException | None = None
-        await conn.execute(SAVEPOINT)
+        await self._take_savepoint(conn)
         try:
             if route is None:
                 raise NoRouteError(reason)
@@ -117,7 +126,6 @@ class BatchRunner:
             error = exc
             # If this fails, the connection is gone: the batch rolls back as a whole.
             await conn.execute(ROLLBACK_TO_SAVEPOINT)
-        await conn.execute(RELEASE_SAVEPOINT)
 
         decision = decide(
             claimed,

@@ -57,7 +57,8 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         body,
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
-    event = Event(
+    # The row comes from our own schema: no need to validate what the database typed.
+    event = Event.model_construct(
         id=event_id,
         source=source,
         key=key,
@@ -87,14 +88,17 @@ class WorkStore:
             await conn.execute("select set_config(%s, %s, false)", [name, f"{value}ms"])
         await conn.commit()
 
-    async def claim(self, conn: AsyncConn, batch_size: int) -> list[ClaimedEvent]:
-        """Open the claim transaction and lock a batch: a suspect alone if there is one,
-        else up to ``batch_size`` due events."""
+    async def claim_suspect(self, conn: AsyncConn) -> list[ClaimedEvent]:
+        """Open the claim transaction and lock one suspect (an event whose earlier claim
+        never settled), if there is one."""
         cursor = conn.cursor(row_factory=tuple_row)
         await cursor.execute(CLAIM_SUSPECT)
-        suspect = await cursor.fetchall()
-        if suspect:
-            return [_claimed_event(row) for row in suspect]
+        return [_claimed_event(row) for row in await cursor.fetchall()]
+
+    async def claim_batch(self, conn: AsyncConn, batch_size: int) -> list[ClaimedEvent]:
+        """Open the claim transaction and lock up to ``batch_size`` due events that are not
+        suspects."""
+        cursor = conn.cursor(row_factory=tuple_row)
         await cursor.execute(CLAIM_BATCH, {"batch_size": batch_size})
         return [_claimed_event(row) for row in await cursor.fetchall()]
 

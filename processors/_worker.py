@@ -22,14 +22,21 @@ import structlog
 from inbox._settings import WorkerSettings
 from processors._batch import BatchRunner
 from processors._decide import Policy
+from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import SessionLimits, WorkStore
+from processors._store import ClaimedEvent, SessionLimits, WorkStore
 
 __all__ = ["Worker"]
 
 log = structlog.get_logger("processors.worker")
+
+# A batch is one transaction and each handler a subtransaction. PostgreSQL caches 64
+# subtransaction ids per transaction (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction
+# "overflows" and every session's snapshots must consult pg_subtrans, slowing the whole
+# server. Released savepoints still count, so a batch never holds more than 64 events.
+MAX_BATCH = 64
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
@@ -75,8 +82,10 @@ class Worker:
             grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
         )
         self._store = WorkStore()
+        self._batch_size = min(settings.batch_size, MAX_BATCH)
         # anyio primitives need the running event loop: made in run().
         self._wakeup: Wakeup | None = None
+        self._gate: SuspectGate | None = None
         self._stop_requested: anyio.Event | None = None
         self._stopping = False
         self._rng = random.Random()
@@ -109,10 +118,12 @@ class Worker:
             "worker_started",
             worker=self.name,
             concurrency=self._concurrency,
+            batch_size=self._batch_size,
             listen=self._settings.listen,
             routes=len(self._router.routes),
         )
         self._wakeup = wakeup = Wakeup()
+        self._gate = SuspectGate()
         self._stop_requested = stop_requested = anyio.Event()
         if self._stopping:
             stop_requested.set()
@@ -187,7 +198,7 @@ class Worker:
                         unresolved = []
                     while not self._stopping:
                         wake = wakeup.current()
-                        claimed = await self._one_batch(conn, side, sync_view, worker)
+                        claimed = await self._one_batch(conn, side, sync_view, worker, n)
                         if claimed == 0:
                             with anyio.move_on_after(self._settings.poll_interval_seconds):
                                 await wake.wait()
@@ -234,9 +245,30 @@ class Worker:
         side: psycopg.AsyncConnection[Any],
         sync_view: psycopg.Connection[Any],
         worker: str,
+        n: int,
     ) -> int:
+        assert self._gate is not None
         started = time.monotonic()
-        batch = await self._store.claim(conn, self._settings.batch_size)
+        # Claim loop 0 of each process looks after suspects: one at a time, with the process
+        # to itself (see _gate), so a poison pill's crashes are charged to it alone.
+        if n == 0 and await self._store.claim_suspect(conn):
+            await conn.rollback()  # claimed again once this process's batches are done
+            async with self._gate.suspect():
+                batch = await self._store.claim_suspect(conn)
+                return await self._run_claimed(conn, side, sync_view, worker, batch, started)
+        async with self._gate.batch():
+            batch = await self._store.claim_batch(conn, self._batch_size)
+            return await self._run_claimed(conn, side, sync_view, worker, batch, started)
+
+    async def _run_claimed(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        side: psycopg.AsyncConnection[Any],
+        sync_view: psycopg.Connection[Any],
+        worker: str,
+        batch: list[ClaimedEvent],
+        started: float,
+    ) -> int:
         if not batch:
             await conn.rollback()
             return 0

@@ -6,6 +6,7 @@ No rollback-only fixtures: SKIP LOCKED and NOTIFY need real commits across conne
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,20 @@ def unused_tcp_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server_dir() -> Iterator[Path]:
+    """A folder for a PostgreSQL data directory of the test's own.
+
+    Not under pytest's tmp_path: pytest keeps its base folder private (0700) and resets
+    that mode, while the embedded server runs as another user that must traverse the path.
+    """
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="inbox-test-server-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -20,13 +20,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_dev_receives_a_signed_webhook_and_the_example_handler_records_it(
-    tmp_path: Path, unused_tcp_port: int
+    tmp_path: Path, server_dir: Path, unused_tcp_port: int
 ) -> None:
     config = tmp_path / "inbox.toml"
     config.write_text(
         (REPO / "config" / "inbox.toml")
         .read_text()
-        .replace('data_dir = ".inbox"', f'data_dir = "{tmp_path / "data"}"')
+        .replace('data_dir = ".inbox"', f'data_dir = "{server_dir / "data"}"')
         .replace("port = 8000", f"port = {unused_tcp_port}"),
         encoding="utf-8",
     )

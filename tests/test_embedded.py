@@ -11,22 +11,22 @@ from inbox import EmbeddedPostgresError
 from inbox._embedded import EmbeddedPostgres
 
 
-def test_embedded_server_keeps_its_data_and_refuses_a_second_owner(tmp_path: Path) -> None:
-    first = EmbeddedPostgres(tmp_path / "data")
+def test_embedded_server_keeps_its_data_and_refuses_a_second_owner(server_dir: Path) -> None:
+    first = EmbeddedPostgres(server_dir / "data")
     url = first.start()
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("create table kept (n int)")
             conn.execute("insert into kept values (42)")
-        second = EmbeddedPostgres(tmp_path / "data")
+        second = EmbeddedPostgres(server_dir / "data")
         with pytest.raises(EmbeddedPostgresError, match="in use by another process") as info:
             second.start()
-        assert str(tmp_path / "data") in str(info.value)
+        assert str(server_dir / "data") in str(info.value)
     finally:
         first.stop()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(url, connect_timeout=2)  # stopped cleanly: nobody answers
 
-    again = EmbeddedPostgres(tmp_path / "data")
+    again = EmbeddedPostgres(server_dir / "data")
     with again as url_again, psycopg.connect(url_again) as conn:
         assert conn.execute("select n from kept").fetchall() == [(42,)]

@@ -173,9 +173,9 @@ def test_sigterm_mid_batch_exits_zero_and_commits_the_batch_whole(
 
 
 def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
-    tmp_path: Path, workers: list[WorkerProcess]
+    tmp_path: Path, server_dir: Path, workers: list[WorkerProcess]
 ) -> None:
-    server = RestartablePostgres(tmp_path / "pg")
+    server = RestartablePostgres(server_dir)
     maintenance = server.start()
     try:
         with migrated_template(maintenance) as template:
