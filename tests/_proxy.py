@@ -1,0 +1,96 @@
+"""A TCP proxy in front of PostgreSQL that can cut a connection at a chosen message.
+
+Used to lose a connection during COMMIT: the client's COMMIT reaches the server (or not),
+and the reply never reaches the client, which then cannot know the outcome.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+
+@dataclass
+class CommitCutter:
+    """Cut the first connection that sends COMMIT after a statement naming ``after``."""
+
+    after: bytes
+    forward_commit: bool
+    cut: threading.Event = field(default_factory=threading.Event)
+
+
+def _upstream(conninfo: str) -> socket.socket:
+    params = conninfo_to_dict(conninfo)
+    host = str(params.get("host") or "/var/run/postgresql")
+    port = int(params.get("port") or 5432)
+    if host.startswith("/"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(f"{host}/.s.PGSQL.{port}")
+    else:
+        sock = socket.create_connection((host, port))
+    return sock
+
+
+class PostgresProxy:
+    def __init__(self, conninfo: str, cutter: CommitCutter) -> None:
+        self._target = conninfo
+        self._cutter = cutter
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._stopping = False
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def conninfo(self) -> str:
+        """The target's connection string, through the proxy (in clear text, so it can read)."""
+        return make_conninfo(self._target, host="127.0.0.1", port=str(self.port), sslmode="disable")
+
+    def _accept(self) -> None:
+        while not self._stopping:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = _upstream(self._target)
+            self._sockets += [client, server]
+            state = {"armed": False}
+            threading.Thread(
+                target=self._pump, args=(client, server, state, True), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._pump, args=(server, client, state, False), daemon=True
+            ).start()
+
+    def _pump(
+        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
+    ) -> None:
+        cutter = self._cutter
+        with suppress(OSError):
+            while data := source.recv(65536):
+                if upstream and not cutter.cut.is_set():
+                    if cutter.after in data:
+                        state["armed"] = True
+                    elif state["armed"] and data.startswith(b"Q") and b"COMMIT" in data:
+                        if cutter.forward_commit:
+                            sink.sendall(data)
+                        cutter.cut.set()
+                        # Let the server act on it, then drop both ends before any reply
+                        # can travel back: the client is left not knowing the outcome.
+                        with suppress(OSError):
+                            sink.shutdown(socket.SHUT_WR)
+                        source.close()
+                        return
+                sink.sendall(data)
+        with suppress(OSError):
+            sink.close()
+
+    def close(self) -> None:
+        self._stopping = True
+        self._listener.close()
+        for sock in self._sockets:
+            with suppress(OSError):
+                sock.close()

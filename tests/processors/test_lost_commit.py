@@ -1,0 +1,58 @@
+"""A connection lost during COMMIT: the outcome is learnt by re-reading, never by re-running."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from structlog.testing import capture_logs
+
+from processors import Event, Router
+from tests._proxy import CommitCutter, PostgresProxy
+from tests._wait import scalar
+from tests.processors._support import create_business_table, run_worker_until, write_events
+
+
+@pytest.mark.parametrize(
+    ("commit_reaches_server", "committed", "not_committed"),
+    [(True, 20, 0), (False, 0, 20)],
+    ids=["commit-happened", "commit-lost"],
+)
+def test_lost_commit_is_resolved_by_rereading_and_every_effect_happens_once(
+    db_url: str, commit_reaches_server: bool, committed: int, not_committed: int
+) -> None:
+    create_business_table(db_url)
+    write_events(db_url, 20)
+    cutter = CommitCutter(after=b"inbox_attempts", forward_commit=commit_reaches_server)
+    proxy = PostgresProxy(db_url, cutter)
+    router = Router()
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    try:
+        with capture_logs() as logs:
+
+            def resolved_and_settled() -> bool:
+                return any(e["event"] == "commit_outcome_resolved" for e in logs) and (
+                    scalar(db_url, "select count(*) from inbox_work") == 0
+                )
+
+            run_worker_until(
+                proxy.conninfo(),
+                router,
+                resolved_and_settled,
+                what="the lost commit resolved and every event settled",
+            )
+    finally:
+        proxy.close()
+
+    assert cutter.cut.is_set()
+    resolved = [entry for entry in logs if entry["event"] == "commit_outcome_resolved"]
+    assert len(resolved) == 1, logs
+    assert (resolved[0]["committed"], resolved[0]["not_committed"]) == (committed, not_committed)
+    assert scalar(db_url, "select count(*) from payments") == 20
+    assert scalar(db_url, "select count(distinct event_id) from payments") == 20
+    assert scalar(db_url, "select count(*) from inbox_attempts where outcome = 'processed'") == 20
