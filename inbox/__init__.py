@@ -8,9 +8,11 @@ from inbox._errors import (
     ConfigError,
     DatabaseUnavailableError,
     EmbeddedPostgresError,
+    EventNotFoundError,
     InboxError,
     InvalidWriteError,
     MigrationError,
+    RefusedError,
     VerificationError,
 )
 from inbox._metrics import ReceiverMetrics
@@ -25,6 +27,7 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailableError",
     "EmbeddedPostgresError",
+    "EventNotFoundError",
     "InboxError",
     "InboxWriter",
     "InvalidWriteError",
@@ -32,6 +35,7 @@ __all__ = [
     "Receiver",
     "ReceiverMetrics",
     "ReceiverResponse",
+    "RefusedError",
     "Settings",
     "SourceSettings",
     "VerificationError",

@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_receiver import register as register_receiver
 
     register_receiver(commands)
+    from inbox._cli_operator import register as register_operator
+
+    register_operator(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
         try:
             register = plugin.load()
