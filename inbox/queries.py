@@ -43,6 +43,7 @@ from inbox._operator_models import (
 )
 from inbox._operator_store import LogStore
 from inbox._receiver_scrape import receiver_rejections
+from inbox._term import human_duration
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -231,9 +232,10 @@ def prune(
     """
     if older_than < minimum:
         raise RefusedError(
-            f"refusing to prune events younger than the minimum retention of {minimum}"
-            f" (asked for {older_than}): a pruned key can be accepted again, so a provider's"
-            " late retry would be processed twice. Prune older events.",
+            "refusing to prune events younger than the minimum retention of"
+            f" {human_duration(minimum.total_seconds())} (asked for"
+            f" {human_duration(older_than.total_seconds())}): a pruned key can be accepted"
+            " again, so a provider's late retry would be processed twice. Prune older events.",
             action="prune",
         )
     with connection(db, "prune the inbox") as conn:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from tests._wait import scalar, wait_for
 from tests.operator._app import CREATE_EFFECTS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,6 +63,18 @@ def workers(url: str, app: str, count: int = 2, **settings: str) -> Iterator[Non
         for _ in range(count)
     ]
     try:
+        # Up means listening, and then the SIGTERM handler is in place too (it is installed
+        # before the worker connects): a signal earlier than that would kill, not stop.
+        def up() -> bool:
+            exited = [p.returncode for p in procs if p.poll() is not None]
+            assert not exited, f"a worker process exited early with {exited}"
+            return _listeners(url) >= count
+
+        wait_for(
+            up,
+            timeout=60,
+            what=f"{count} worker processes to listen",
+        )
         yield
     finally:
         for proc in procs:
@@ -75,6 +88,16 @@ def workers(url: str, app: str, count: int = 2, **settings: str) -> Iterator[Non
                 _, err = proc.communicate()
             codes.append((proc.returncode, err.decode(errors="replace")[-2000:]))
     assert [code for code, _ in codes] == [0] * count, codes
+
+
+def _listeners(url: str) -> int:
+    return int(
+        scalar(
+            url,
+            "select count(*) from pg_stat_activity where datname = current_database()"
+            " and starts_with(application_name, 'pg-inbox listener ')",
+        )
+    )
 
 
 def create_effects(url: str) -> None:
