@@ -136,9 +136,9 @@ def render_event(e: EventDetail) -> str:
     ]
     if e.work is not None:
         w = e.work
+        due = f", next run {relative(w.run_at, now)}" if w.state == "pending" else ""
         out.append(
-            f"queue     {w.state}, {w.attempts} failed attempt(s), next run"
-            f" {relative(w.run_at, now)}"
+            f"queue     {w.state}, {w.attempts} failed attempt(s){due}"
             + (f", replay run {w.replay_id}" if w.replay_id is not None else "")
             + (f"\n          last error: {w.last_error}" if w.last_error else "")
         )
@@ -217,14 +217,23 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print_json(result.to_json())
         return 0
-    verb = "would remove" if result.dry_run else "removed"
-    print(
-        f"prune {verb} {result.events_deleted} event(s) received before"
-        f" {result.cutoff.isoformat(timespec='seconds')}"
-        f" ({result.deliveries_deleted} deliveries, {result.attempts_deleted} attempts);"
-        f" kept {result.events_kept} older event(s) that still have work"
-        + (f"; audit record {result.audit_id}" if result.audit_id is not None else "")
-    )
+    when = result.cutoff.isoformat(timespec="seconds")
+    kept = f"kept {result.events_kept} older event(s) that still have work"
+    if args.dry_run:
+        print(
+            f"dry run: prune would remove {result.events_deleted} event(s) received before"
+            f" {when}; {kept}"
+        )
+    elif result.dry_run:  # nothing to remove, or the operator said no
+        print(
+            f"nothing removed (received before {when}: {result.events_deleted} removable); {kept}"
+        )
+    else:
+        print(
+            f"removed {result.events_deleted} event(s) received before {when}"
+            f" ({result.deliveries_deleted} deliveries, {result.attempts_deleted} attempts);"
+            f" {kept}; audit record {result.audit_id}"
+        )
     return 0
 
 
