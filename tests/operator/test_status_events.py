@@ -167,3 +167,40 @@ def test_events_list_filters_and_pages_by_keyset(db_url: str) -> None:
     assert f"more: --before {other[1]}" in listed.stdout
     assert "charge.refunded" in listed.stdout
     assert "pending" in listed.stdout
+
+
+def test_rejections_are_read_from_the_receivers_metrics(db_url: str) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from inbox import ReceiverMetrics
+
+    metrics = ReceiverMetrics()
+    metrics.observe("shop", "rejected", reason="bad_signature")
+    metrics.observe("shop", "rejected", reason="stale_timestamp")
+    metrics.observe("ghost", "rejected", reason="bad_signature")  # nothing ever stored
+    body, content_type = metrics.render()
+
+    class Metrics(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    write_events(db_url, 1)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        st = status(db_url, receiver_metrics=[url, "http://127.0.0.1:9/metrics"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert {s.source: s.rejected for s in st.sources} == {"ghost": 1, "shop": 2}
+    assert st.healthy
+    assert st.warnings == ["receiver metrics unavailable: http://127.0.0.1:9/metrics"]
