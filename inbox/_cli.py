@@ -97,6 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `inbox events list | head`: the reader left. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again (Python docs, "Note on SIGPIPE").
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
