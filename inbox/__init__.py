@@ -9,9 +9,11 @@ from inbox._errors import (
     ConfigError,
     DatabaseUnavailableError,
     EmbeddedPostgresError,
+    EventNotFoundError,
     InboxError,
     InvalidWriteError,
     MigrationError,
+    RefusedError,
     VerificationError,
 )
 from inbox._settings import Settings, SourceSettings, load_settings
@@ -50,6 +52,7 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailableError",
     "EmbeddedPostgresError",
+    "EventNotFoundError",
     "InboxError",
     "InboxWriter",
     "InvalidWriteError",
@@ -57,6 +60,7 @@ __all__ = [
     "Receiver",
     "ReceiverMetrics",
     "ReceiverResponse",
+    "RefusedError",
     "Settings",
     "SourceSettings",
     "VerificationError",

@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_receiver import register as register_receiver
 
     register_receiver(commands)
+    from inbox._cli_operator import register as register_operator
+
+    register_operator(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
         try:
             register = plugin.load()
@@ -99,6 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `inbox events list | head`: the reader left. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again (Python docs, "Note on SIGPIPE").
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

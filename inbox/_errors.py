@@ -7,7 +7,10 @@ Every error is an ``InboxError`` and carries the context that locates it::
     ├── InvalidWriteError        a write was refused before any SQL ran (source, key)
     ├── DatabaseUnavailableError PostgreSQL could not be reached or dropped the connection
     ├── EmbeddedPostgresError    the embedded PostgreSQL could not be started
+    ├── EventNotFoundError       no stored event has that id or source:key (ref)
     ├── MigrationError           the schema is missing or not at the expected revision
+    ├── RefusedError             an operator action was refused before it changed anything
+    │                            (a prune inside the minimum window, a replay without a reason)
     └── VerificationError        a webhook's signature or timestamp did not verify (reason)
 
 Driver (psycopg) errors are translated into these at one boundary, ``inbox._db``.
@@ -19,9 +22,11 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailableError",
     "EmbeddedPostgresError",
+    "EventNotFoundError",
     "InboxError",
     "InvalidWriteError",
     "MigrationError",
+    "RefusedError",
     "VerificationError",
 ]
 
@@ -59,6 +64,23 @@ class DatabaseUnavailableError(InboxError):
 
 class EmbeddedPostgresError(InboxError):
     """The embedded PostgreSQL server could not be started or reached."""
+
+
+class EventNotFoundError(InboxError, LookupError):
+    """No stored event matches ``ref`` (an id, or ``SOURCE:KEY``). Pruned events are gone."""
+
+    def __init__(self, message: str, *, ref: object = None) -> None:
+        self.ref = ref
+        super().__init__(message)
+
+
+class RefusedError(InboxError):
+    """An operator action (prune, replay) was refused; nothing was changed. The message says
+    which rule refused it and how to proceed."""
+
+    def __init__(self, message: str, *, action: str) -> None:
+        self.action = action
+        super().__init__(message)
 
 
 class MigrationError(InboxError):

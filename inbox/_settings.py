@@ -25,6 +25,7 @@ from inbox._extract import parse_spec
 __all__ = [
     "DatabaseSettings",
     "ReceiverSettings",
+    "RetentionSettings",
     "Settings",
     "SourceSettings",
     "WorkerSettings",
@@ -136,6 +137,12 @@ class ReceiverSettings(_Section):
     write_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
+class RetentionSettings(_Section):
+    # `inbox prune` refuses to remove events younger than this: a pruned key can be accepted
+    # again, so it must outlive every provider's retry window (Stripe retries for 3 days).
+    minimum_days: float = Field(default=7.0, ge=1.0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="INBOX_",
@@ -148,6 +155,7 @@ class Settings(BaseSettings):
     sources: list[SourceSettings] = Field(default_factory=list)
     worker: WorkerSettings = WorkerSettings()
     receiver: ReceiverSettings = ReceiverSettings()
+    retention: RetentionSettings = RetentionSettings()
 
     @field_validator("sources")
     @classmethod

@@ -3,7 +3,20 @@ transaction, so every business write commits exactly when its event is marked ha
 
 from processors._event import Event, Retry
 from processors._metrics import WorkerMetrics
+from processors._replay import ReplayResult, ReplayRun, replay, replay_runs, retry_dead
 from processors._router import Route, Router
 from processors._worker import Worker
 
-__all__ = ["Event", "Retry", "Route", "Router", "Worker", "WorkerMetrics"]
+__all__ = [
+    "Event",
+    "ReplayResult",
+    "ReplayRun",
+    "Retry",
+    "Route",
+    "Router",
+    "Worker",
+    "WorkerMetrics",
+    "replay",
+    "replay_runs",
+    "retry_dead",
+]

@@ -1,4 +1,6 @@
-"""``inbox worker``: the processor daemon (registered into ``inbox`` via an entry point)."""
+"""``inbox worker`` (the processor daemon), ``inbox replay`` and ``inbox dead``: registered
+into ``inbox`` via an entry point. The replay commands are thin layers over
+``processors.replay`` / ``processors.retry_dead``."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import structlog
 from inbox._errors import ConfigError
 from inbox._runtime import database_url
 from inbox._settings import Settings
+from processors._cli_replay import register as register_replay
 from processors._router import Router
 from processors._worker import Worker
 
@@ -78,3 +81,4 @@ def register(commands: Any) -> None:
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on 127.0.0.1"
     )
     worker.set_defaults(handler=_worker)
+    register_replay(commands)

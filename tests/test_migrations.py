@@ -12,7 +12,12 @@ from alembic.script import ScriptDirectory
 from inbox import _migrate
 from inbox._sql import load_queries
 
-SQL_FILES = [("inbox.sql", "queries.sql")]
+SQL_FILES = [
+    ("inbox.sql", "queries.sql"),
+    ("inbox.sql", "operator.sql"),
+    ("processors.sql", "queries.sql"),
+    ("processors.sql", "replay.sql"),
+]
 
 
 def _user_objects(url: str) -> list[tuple[str, str]]:

@@ -36,3 +36,18 @@ def test_inbox_never_imports_processors() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "inbox (the receiving side) never imports processors KEPT" in result.stdout
+
+
+def test_operator_api_exports_are_sorted_and_present() -> None:
+    import processors
+    from inbox import queries
+
+    for module in (queries, processors):
+        # ruff's isort-style order (RUF022): constants, then classes, then functions.
+        assert module.__all__ == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
+        for name in module.__all__:
+            assert getattr(module, name) is not None
+    assert {"status", "events", "event", "event_ids", "prune", "EventFilter"} <= set(
+        queries.__all__
+    )
+    assert {"Event", "Retry", "Router", "replay", "retry_dead"} <= set(processors.__all__)

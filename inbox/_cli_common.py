@@ -1,0 +1,112 @@
+"""What the operator commands of both sides share: the event filter's options, event
+tables, confirmation, JSON printing. ``processors`` uses it for ``replay`` and ``dead``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from inbox._errors import RefusedError
+from inbox._operator_models import EVENT_STATES, EventFilter, EventSummary
+from inbox._term import Cell, relative, table, use_colour
+from inbox.queries import parse_time
+
+__all__ = [
+    "STATE_STYLES",
+    "add_filter_arguments",
+    "confirm",
+    "events_table",
+    "filter_from_args",
+    "print_json",
+]
+
+STATE_STYLES = {
+    "pending": None,
+    "retrying": "yellow",
+    "processed": "green",
+    "skipped": "dim",
+    "dead": "red",
+}
+
+
+def _time(text: str) -> datetime:
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser, *, states: bool = True) -> None:
+    group = parser.add_argument_group("filters (each one given narrows the selection)")
+    group.add_argument("--source", help="events of this source")
+    group.add_argument("--type", help="event type glob, e.g. 'invoice.*'")
+    if states:
+        group.add_argument(
+            "--state",
+            action="append",
+            choices=EVENT_STATES,
+            help="pending, retrying, processed, skipped or dead (repeatable)",
+        )
+    group.add_argument(
+        "--since", type=_time, help="received at or after: ISO 8601, or a duration ago (2h)"
+    )
+    group.add_argument("--until", type=_time, help="received before: ISO 8601, or 30m (ago)")
+    group.add_argument("--key", help="the idempotency key (exact)")
+    group.add_argument("--error", help="a substring of the last error (case-insensitive)")
+
+
+def filter_from_args(args: argparse.Namespace, ids: Sequence[int] | None = None) -> EventFilter:
+    states = getattr(args, "state", None)
+    return EventFilter(
+        ids=tuple(ids) if ids else None,
+        source=args.source,
+        type=args.type,
+        states=tuple(states) if states else None,
+        since=args.since,
+        until=args.until,
+        key=args.key,
+        error=args.error,
+    )
+
+
+def events_table(rows: Sequence[EventSummary], *, now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    colour = use_colour()
+    cells: list[list[Cell]] = [
+        [
+            str(e.id),
+            e.source,
+            e.type or "-",
+            e.key,
+            (e.state, STATE_STYLES[e.state]),
+            relative(e.received_at, now),
+            str(e.attempts),
+            str(e.deliveries),
+            (e.last_error or "", "red" if e.state in ("dead", "retrying") else "dim"),
+        ]
+        for e in rows
+    ]
+    headers = ["ID", "SOURCE", "TYPE", "KEY", "STATE", "RECEIVED", "TRIES", "DELIV", "LAST ERROR"]
+    return table(headers, cells, colour=colour, right=(0, 6, 7))
+
+
+def confirm(question: str, *, assume_yes: bool) -> bool:
+    """Ask on a terminal; without one, only ``--yes`` proceeds."""
+    if assume_yes:
+        return True
+    if not sys.stdin.isatty():
+        raise RefusedError(
+            f"{question} needs confirmation and stdin is not a terminal; pass --yes",
+            action="confirm",
+        )
+    answer = input(f"{question} [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

@@ -1,0 +1,234 @@
+-- The operator's queries: status, event inspection, retention. Owned by
+-- inbox._operator_store.LogStore; loaded once. None of these runs on the write path.
+-- Optional filters are written `(%(x)s::t is null or ...)` and run unprepared, so each
+-- execution is planned for the filters actually given.
+
+-- name: status_sources
+-- Per source: traffic of the last hour and day, the queue's states, the waiting time of
+-- the oldest due live work (replays excluded: they wait behind live work by design), and
+-- settled attempts of the last five minutes. Sources are those configured plus those with
+-- recent traffic or work, so the scan stays on the time indexes and the small work table.
+with recent as (
+    select source,
+           count(*) filter (where received_at > now() - interval '1 hour') as received_1h,
+           count(*) as received_24h
+    from inbox_events
+    where received_at > now() - interval '24 hours'
+    group by source
+),
+duplicates as (
+    select e.source,
+           count(*) filter (where d.received_at > now() - interval '1 hour') as duplicates_1h,
+           count(*) as duplicates_24h
+    from inbox_deliveries d
+    join inbox_events e on e.id = d.event_id
+    where d.received_at > now() - interval '24 hours'
+    group by e.source
+),
+work as (
+    select e.source,
+           count(*) filter (where w.state = 'pending' and w.last_error is null) as pending,
+           count(*) filter (where w.state = 'pending' and w.last_error is not null) as retrying,
+           count(*) filter (where w.state = 'dead') as dead,
+           count(*) filter (where w.state = 'pending' and w.replay_id is not null) as replay_queued,
+           extract(epoch from now() - min(w.run_at) filter (
+               where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
+           ))::float8 as oldest_pending_seconds
+    from inbox_work w
+    join inbox_events e on e.id = w.event_id
+    group by e.source
+),
+settled as (
+    select e.source, count(*) as settled_5m
+    from inbox_attempts a
+    join inbox_events e on e.id = a.event_id
+    where a.finished_at > now() - interval '5 minutes'
+      and a.outcome in ('processed', 'skipped')
+    group by e.source
+),
+sources as (
+    select source from recent
+    union select source from duplicates
+    union select source from work
+    union select source from settled
+    union select unnest(%(sources)s::text[])
+)
+select s.source,
+       coalesce(r.received_1h, 0) as received_1h,
+       coalesce(r.received_24h, 0) as received_24h,
+       coalesce(d.duplicates_1h, 0) as duplicates_1h,
+       coalesce(d.duplicates_24h, 0) as duplicates_24h,
+       coalesce(w.pending, 0) as pending,
+       coalesce(w.retrying, 0) as retrying,
+       coalesce(w.dead, 0) as dead,
+       coalesce(w.replay_queued, 0) as replay_queued,
+       w.oldest_pending_seconds,
+       coalesce(t.settled_5m, 0) / 5.0 as processed_per_minute
+from sources s
+left join recent r on r.source = s.source
+left join duplicates d on d.source = s.source
+left join work w on w.source = s.source
+left join settled t on t.source = s.source
+order by s.source
+
+-- name: status_sessions
+-- Who is connected: worker processes (claim connections are named "pg-inbox worker
+-- HOST:PID/N") and their listeners ("pg-inbox listener HOST:PID/..."); and how full the
+-- server's notification queue is (it grows when a listening session stops reading).
+select count(distinct substring(application_name from '^pg-inbox worker (.*)/[0-9]+$'))
+           as worker_processes,
+       count(*) filter (where starts_with(application_name, 'pg-inbox listener ')) as listeners,
+       pg_notification_queue_usage() as notification_queue_usage
+from pg_stat_activity
+where datname = current_database()
+
+-- name: select_events
+-- The ids of the events a filter selects, newest first, from `before` down (keyset paging;
+-- a null limit selects all). The state is derived: work row dead, or pending (retrying once
+-- it has failed), else the outcome of the last attempt.
+select e.id
+from inbox_events e
+left join inbox_work w on w.event_id = e.id
+left join lateral (
+    select a.outcome, a.error_class || ': ' || a.error_message as error
+    from inbox_attempts a
+    where a.event_id = e.id
+    order by a.id desc
+    limit 1
+) as last on true
+cross join lateral (
+    select case
+        when w.state = 'dead' then 'dead'
+        when w.state = 'pending' and w.last_error is not null then 'retrying'
+        when w.state = 'pending' then 'pending'
+        when last.outcome = 'skipped' then 'skipped'
+        else 'processed'
+    end as state
+) as s
+where (%(ids)s::bigint[] is null or e.id = any(%(ids)s::bigint[]))
+  and (%(source)s::text is null or e.source = %(source)s::text)
+  and (%(type_like)s::text is null or e.event_type like %(type_like)s::text)
+  and (%(states)s::text[] is null or s.state = any(%(states)s::text[]))
+  and (%(since)s::timestamptz is null or e.received_at >= %(since)s::timestamptz)
+  and (%(until)s::timestamptz is null or e.received_at < %(until)s::timestamptz)
+  and (%(key)s::text is null or e.idempotency_key = %(key)s::text)
+  and (%(error_like)s::text is null
+       or coalesce(w.last_error, last.error) ilike %(error_like)s::text)
+  and (%(before)s::bigint is null or e.id < %(before)s::bigint)
+order by e.id desc
+limit %(limit)s::bigint
+
+-- name: event_summaries
+-- One line per event for lists, in the order of the ids given.
+select e.id, e.source, e.idempotency_key, e.event_type, e.received_at, length(e.body),
+       case
+           when w.state = 'dead' then 'dead'
+           when w.state = 'pending' and w.last_error is not null then 'retrying'
+           when w.state = 'pending' then 'pending'
+           when last.outcome = 'skipped' then 'skipped'
+           else 'processed'
+       end as state,
+       (select count(*) from inbox_attempts a where a.event_id = e.id) as attempts,
+       1 + (select count(*) from inbox_deliveries d where d.event_id = e.id) as deliveries,
+       coalesce(w.last_error, last.error) as last_error,
+       last.finished_at as last_attempt_at,
+       w.run_at as next_run_at,
+       w.replay_id as queued_replay_id
+from unnest(%(ids)s::bigint[]) with ordinality as wanted(id, position)
+join inbox_events e on e.id = wanted.id
+left join inbox_work w on w.event_id = e.id
+left join lateral (
+    select a.outcome, a.finished_at, a.error_class || ': ' || a.error_message as error
+    from inbox_attempts a
+    where a.event_id = e.id
+    order by a.id desc
+    limit 1
+) as last on true
+order by wanted.position
+
+-- name: event_by_id
+select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
+       body_sha256
+from inbox_events
+where id = %(id)s::bigint
+
+-- name: event_by_key
+select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
+       body_sha256
+from inbox_events
+where source = %(source)s::text and idempotency_key = %(key)s::text
+
+-- name: event_work
+select state, attempts, run_at, enqueued_at, last_error, replay_id, priority
+from inbox_work
+where event_id = %(id)s::bigint
+
+-- name: event_deliveries
+-- The repeats of an event's key (the first delivery is the event row itself).
+select received_at, body_sha256, body
+from inbox_deliveries
+where event_id = %(id)s::bigint
+order by id
+
+-- name: event_attempts
+select a.attempt, a.started_at, a.finished_at, a.outcome, a.handler, a.worker,
+       a.error_class, a.error_message, a.replay_id, r.reason as replay_reason
+from inbox_attempts a
+left join inbox_replays r on r.id = a.replay_id
+where a.event_id = %(id)s::bigint
+order by a.id
+
+-- name: retention_enable
+-- The one door through the append-only guard, local to this transaction only.
+select set_config('inbox.retention', 'prune', true)
+
+-- name: prune_preview
+-- What a prune with this cutoff would remove, and what it keeps because work remains
+-- (pending, retrying or dead events are never pruned).
+select count(*) filter (where w.event_id is null) as deletable,
+       count(*) filter (where w.event_id is not null) as kept
+from inbox_events e
+left join inbox_work w on w.event_id = e.id
+where e.received_at < %(cutoff)s::timestamptz
+
+-- name: prune
+-- Removes events older than the cutoff that have no work left, with their deliveries and
+-- attempts, and writes the audit row, all in one statement (foreign keys are checked at
+-- its end, when the children are gone too). Needs retention_enable in the same transaction.
+with doomed as (
+    select e.id
+    from inbox_events e
+    where e.received_at < %(cutoff)s::timestamptz
+      and not exists (select from inbox_work w where w.event_id = e.id)
+    for update of e
+),
+kept as (
+    select count(*) as n
+    from inbox_events e
+    where e.received_at < %(cutoff)s::timestamptz
+      and exists (select from inbox_work w where w.event_id = e.id)
+),
+deliveries as (
+    delete from inbox_deliveries d using doomed where d.event_id = doomed.id returning 1
+),
+attempts as (
+    delete from inbox_attempts a using doomed where a.event_id = doomed.id returning 1
+),
+events as (
+    delete from inbox_events e using doomed where e.id = doomed.id returning 1
+)
+insert into inbox_prunes
+    (created_by, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
+     attempts_deleted, events_kept)
+select %(created_by)s::text, %(older_than_seconds)s::float8, %(cutoff)s::timestamptz,
+       (select count(*) from events), (select count(*) from deliveries),
+       (select count(*) from attempts), (select n from kept)
+returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
+
+-- name: prunes
+-- The audit trail of retention, newest first.
+select id, created_at, created_by, older_than_seconds, cutoff, events_deleted,
+       deliveries_deleted, attempts_deleted, events_kept
+from inbox_prunes
+order by id desc
+limit %(limit)s::bigint

@@ -1,0 +1,57 @@
+-- Replays and dead-letter retries. Owned by processors._replay.ReplayStore; loaded once.
+-- A replay never touches the log: it only appends work rows and its run record.
+
+-- name: next_replay_id
+-- The run's id is drawn first, so its work rows can carry it; the run record is written
+-- last, in the same transaction, with the final counts (the table is append-only).
+select nextval(pg_get_serial_sequence('inbox_replays', 'id'))
+
+-- name: count_pending
+-- How many of these events already have pending work (a replay leaves them as they are).
+select count(*)
+from inbox_work
+where event_id = any(%(event_ids)s::bigint[]) and state = 'pending'
+
+-- name: enqueue_replay
+-- Queue one chunk of a run at priority 1, so live work (priority 0) is claimed first. An
+-- event with pending work keeps it (it is not queued twice); a dead letter is revived with
+-- a fresh attempt budget. With a rate, the n-th event of the run becomes due n/rate
+-- seconds from now: the workers' claim order spreads the run out without any process
+-- having to stay up to feed it.
+insert into inbox_work (event_id, priority, run_at, replay_id)
+select t.event_id,
+       1,
+       case
+           when %(rate)s::float8 is null then now()
+           else now() + make_interval(secs => (%(offset)s::bigint + t.n - 1) / %(rate)s::float8)
+       end,
+       %(replay_id)s::bigint
+from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
+on conflict (event_id) do update
+    set state = 'pending',
+        priority = excluded.priority,
+        run_at = excluded.run_at,
+        attempts = 0,
+        last_error = null,
+        enqueued_at = now(),
+        replay_id = excluded.replay_id
+    where inbox_work.state = 'dead'
+returning event_id
+
+-- name: insert_replay_run
+insert into inbox_replays
+    (id, kind, created_by, reason, filter, selected, queued, rate_per_second)
+overriding system value
+values
+    (%(id)s::bigint, %(kind)s::text, %(created_by)s::text, %(reason)s::text,
+     %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8)
+
+-- name: wake_workers
+-- Sent inside the run's transaction: PostgreSQL delivers it at commit, once the work exists.
+select pg_notify('inbox_work', '')
+
+-- name: replay_runs
+select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second
+from inbox_replays
+order by id desc
+limit %(limit)s::bigint

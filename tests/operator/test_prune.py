@@ -1,0 +1,114 @@
+"""Retention: the audited prune path, its refusals, and the guard that stays in place."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from inbox import InboxWriter, RefusedError
+from inbox.queries import prune
+from tests._wait import scalar
+from tests.operator._support import inbox, rows
+
+
+def _old_event(conn: psycopg.Connection, key: str, days: int, work: str | None) -> int:
+    """An event received ``days`` ago, settled (work None) or with a work row left."""
+    row = conn.execute(
+        "insert into inbox_events (source, idempotency_key, received_at, body, body_sha256)"
+        " values ('shop', %s, now() - make_interval(days => %s), 'b', sha256('b'))"
+        " returning id",
+        [key, days],
+    ).fetchone()
+    assert row is not None
+    event_id = int(row[0])
+    conn.execute(
+        "insert into inbox_deliveries (event_id, received_at, body_sha256)"
+        " values (%s, now() - make_interval(days => %s), sha256('b'))",
+        [event_id, days],
+    )
+    conn.execute(
+        "insert into inbox_attempts (event_id, attempt, started_at, outcome)"
+        " values (%s, 1, now() - make_interval(days => %s), %s)",
+        [event_id, days, "failed" if work else "processed"],
+    )
+    if work is not None:
+        conn.execute(
+            "insert into inbox_work (event_id, state, attempts, last_error)"
+            " values (%s, %s, 1, 'E: x')",
+            [event_id, work],
+        )
+    return event_id
+
+
+@pytest.fixture
+def aged(db_url: str) -> dict[str, int]:
+    with psycopg.connect(db_url) as conn:
+        return {
+            "old_done": _old_event(conn, "old-done", 100, None),
+            "old_pending": _old_event(conn, "old-pending", 100, "pending"),
+            "old_dead": _old_event(conn, "old-dead", 100, "dead"),
+            "recent_done": _old_event(conn, "recent-done", 5, None),
+        }
+
+
+def _events(url: str) -> set[int]:
+    return {int(r[0]) for r in rows(url, "select id from inbox_events")}  # type: ignore[call-overload]
+
+
+def test_prune_refuses_the_minimum_window_and_changes_nothing(
+    db_url: str, aged: dict[str, int]
+) -> None:
+    refused = inbox(db_url, "prune", "--older-than", "3d", "--yes")
+    assert refused.returncode == 2
+    assert "minimum retention" in refused.stderr
+    with pytest.raises(RefusedError, match="minimum retention"):
+        prune(db_url, timedelta(days=6, hours=23))
+    assert _events(db_url) == set(aged.values())
+    assert scalar(db_url, "select count(*) from inbox_prunes") == 0
+
+
+def test_prune_removes_only_old_settled_events_and_audits_it(
+    db_url: str, aged: dict[str, int]
+) -> None:
+    dry = inbox(db_url, "prune", "--older-than", "90d", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["events_deleted"] == 1
+    assert _events(db_url) == set(aged.values())
+
+    done = inbox(db_url, "prune", "--older-than", "90d", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["events_deleted"], result["deliveries_deleted"]) == (1, 1)
+    assert (result["attempts_deleted"], result["events_kept"]) == (1, 2)
+    # Pending and dead events are never pruned, however old; recent ones are kept.
+    assert _events(db_url) == set(aged.values()) - {aged["old_done"]}
+    [audit] = rows(
+        db_url,
+        "select id, events_deleted, events_kept, older_than_seconds, created_by from inbox_prunes",
+    )
+    assert audit[0] == result["audit_id"]
+    assert audit[1:4] == (1, 2, 90 * 86400.0)
+    assert "@" in str(audit[4])
+
+    # The door closed with the prune's transaction: ordinary deletes are refused again.
+    with psycopg.connect(db_url) as conn:
+        for table in ("inbox_events", "inbox_attempts", "inbox_deliveries", "inbox_prunes"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                conn.execute(f"delete from {table}")
+            conn.rollback()
+
+    # The trade-off the minimum window guards: a pruned key is accepted as new again.
+    with InboxWriter(db_url) as writer:
+        assert writer.write("shop", "old-done", b"late retry").is_new
+        assert not writer.write("shop", "old-pending", b"late retry").is_new
+
+
+def test_prune_through_the_api_on_a_caller_connection(db_url: str, aged: dict[str, int]) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        result = prune(conn, timedelta(days=4), minimum=timedelta(days=3), actor="cron@host")
+    assert (result.events_deleted, result.events_kept) == (2, 2)
+    assert _events(db_url) == {aged["old_pending"], aged["old_dead"]}
+    assert rows(db_url, "select created_by from inbox_prunes") == [("cron@host",)]
