@@ -64,7 +64,7 @@ class DatabaseSettings(_Section):
     # after commit (at most one per `notify_interval_seconds` per process); "in_transaction"
     # sends it inside the writing transaction, which serialises commits under concurrency.
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
-    notify_interval_seconds: float = Field(default=0.05, ge=0)
+    notify_interval_seconds: float = Field(default=0.01, ge=0)
 
 
 class SourceSettings(_Section):
@@ -176,13 +176,29 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_path = _TOML_PATH_FOR_LOAD.get("path")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            env_settings,
+            _DatabaseUrlVariable(settings_cls),
+        ]
         if toml_path is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
         return tuple(sources)
 
     def source(self, name: str) -> SourceSettings | None:
         return next((s for s in self.sources if s.name == name), None)
+
+
+class _DatabaseUrlVariable(PydanticBaseSettingsSource):
+    """``INBOX_DATABASE_URL``, the conventional name, for ``database.url`` (the nested form
+    ``INBOX_DATABASE__URL`` wins when both are set)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        url = os.environ.get("INBOX_DATABASE_URL")
+        return {"database": {"url": url}} if url else {}
 
 
 # pydantic-settings builds its sources inside a classmethod; the file chosen by load_settings

@@ -48,7 +48,7 @@ class AsyncInboxWriter:
         *,
         pool: AsyncConnectionPool | None = None,
         notify: NotifyMode = "after_commit",
-        notify_interval_seconds: float = 0.05,
+        notify_interval_seconds: float = 0.01,
         min_size: int = 1,
         max_size: int = 10,
         timeout_seconds: float = 5.0,

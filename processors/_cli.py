@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 import structlog
 
-from inbox._errors import ConfigError
+from inbox._db import translate_driver_errors
+from inbox._errors import ConfigError, MigrationError
 from inbox._runtime import database_url
 from inbox._settings import Settings
 from processors._cli_replay import register as register_replay
@@ -45,7 +46,22 @@ def load_router(spec: str) -> Router:
     return router
 
 
-async def _serve(worker: Worker, metrics_port: int | None) -> None:
+class _EarlySignals:
+    """Remembers a SIGTERM/SIGINT that arrives before the event loop listens for them, so a
+    worker stopped while it starts still stops gracefully (exit 0) instead of dying."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._note)
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.received = signum
+
+
+async def _serve(worker: Worker, metrics_port: int | None, early: _EarlySignals) -> None:
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
@@ -54,6 +70,9 @@ async def _serve(worker: Worker, metrics_port: int | None) -> None:
 
         async def on_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                if early.received is not None:
+                    log.info("signal_received", signal=signal.Signals(early.received).name)
+                    worker.request_stop()
                 async for signum in signals:
                     log.info("signal_received", signal=signal.Signals(signum).name)
                     worker.request_stop()
@@ -63,11 +82,27 @@ async def _serve(worker: Worker, metrics_port: int | None) -> None:
         tg.cancel_scope.cancel()
 
 
+def _check_schema(url: str) -> None:
+    """Refuse to start on a database whose schema is not the one this code expects."""
+    from inbox import _migrate
+
+    with translate_driver_errors("checking the schema revision"):
+        current, head = _migrate.current_revision(url), _migrate.head_revision()
+    if current != head:
+        raise MigrationError(
+            f"the database is at schema revision {current or 'base (empty)'}, this worker"
+            f" needs {head}: run `inbox db upgrade` first"
+        )
+
+
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    early = _EarlySignals()
+    early.install()
     router = load_router(args.app)
     with database_url(settings) as url:
+        _check_schema(url)
         worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
-        anyio.run(_serve, worker, args.metrics_port)
+        anyio.run(_serve, worker, args.metrics_port, early)
     return 0
 
 

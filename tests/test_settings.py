@@ -128,3 +128,13 @@ def test_without_any_file_the_defaults_apply(
     settings = load_settings()
     assert settings.worker.max_attempts == 25
     assert settings.sources == []
+
+
+def test_inbox_database_url_is_the_database_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, '[database]\nurl = "postgresql://file/inbox"\n')
+    monkeypatch.setenv("INBOX_DATABASE_URL", "postgresql://conventional/inbox")
+    assert load_settings(path).database.url == "postgresql://conventional/inbox"
+    monkeypatch.setenv("INBOX_DATABASE__URL", "postgresql://nested/inbox")
+    assert load_settings(path).database.url == "postgresql://nested/inbox"

@@ -298,7 +298,8 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
             scalar(
                 db_url,
                 "select count(*) from pg_stat_activity"
-                " where application_name like 'pg-inbox listener%%'",
+                " where application_name like 'pg-inbox listener%%'"
+                " and datname = current_database()",
             )
         )
 
@@ -310,7 +311,8 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
                     scalar(
                         db_url,
                         "select count(*) from pg_stat_activity"
-                        " where application_name like 'pg-inbox worker%%'",
+                        " where application_name like 'pg-inbox worker%%'"
+                        " and datname = current_database()",
                     )
                     > 0
                 ),

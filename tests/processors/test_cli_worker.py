@@ -1,0 +1,40 @@
+"""`inbox worker` refuses to start on what it cannot serve, with a clear message."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _worker(url: str, app: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inbox", "worker", "--app", app],
+        cwd=REPO,
+        env={**os.environ, "INBOX_DATABASE__URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_an_unmigrated_database_is_refused_with_the_fix(empty_db_url: str) -> None:
+    result = _worker(empty_db_url, "tests.processors.fault_app:router")
+    assert result.returncode == 2
+    assert "schema revision base (empty)" in result.stderr
+    assert "run `inbox db upgrade` first" in result.stderr
+
+
+def test_an_app_that_is_not_a_router_is_refused(db_url: str) -> None:
+    result = _worker(db_url, "tests.processors.fault_app:SLEEP_SECONDS")
+    assert result.returncode == 2
+    assert "'SLEEP_SECONDS' in tests.processors.fault_app is float, not a processors.Router" in (
+        result.stderr
+    )
+    missing = _worker(db_url, "tests.processors.nowhere:router")
+    assert missing.returncode == 2
+    assert "cannot import 'tests.processors.nowhere'" in missing.stderr
