@@ -931,7 +931,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "scale" in figures or "rss" in figures:
                 rss = run_rss(env, args.rss_events, args.timeout * 4)
             if scale_rows or rss:
-                sections.append("\n".join(render_scale(scale_rows, rss, args.scale_backlog, args.runs)))
+                lines = render_scale(scale_rows, rss, args.scale_backlog, args.runs)
+                sections.append("\n".join(lines))
                 print(sections[-1], flush=True)
     header.append(
         f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
