@@ -794,7 +794,7 @@ def templates_of(server: str, peers_python: str | None, families: set[str]) -> I
 
 
 DEFAULT_THROUGHPUT = (
-    "inbox-noop,inbox-business,pgqueuer-psycopg:b=50,pgqueuer-asyncpg:b=50,procrastinate:c=10"
+    "inbox-noop,inbox-business,pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,procrastinate:c=10"
 )
 DEFAULT_LATENCY = "inbox-noop,pgqueuer-psycopg,pgqueuer-asyncpg,procrastinate:c=1"
 DEFAULT_SWEEP = (
