@@ -176,6 +176,22 @@ def test_the_asgi_app_mounts_under_a_host_app(make_settings: Make, db_url: str) 
     assert count_events(db_url) == 1
 
 
+def test_the_asgi_app_mounts_in_fastapi(make_settings: Make, db_url: str) -> None:
+    from fastapi import FastAPI
+
+    settings = make_settings(db_url)
+    host = FastAPI()
+    host.mount("/hooks", create_app(settings))
+    with TestClient(host) as client:
+        request = signed(settings, "sw")
+        response = client.post("/hooks/webhooks/sw", content=request.body, headers=request.headers)
+        assert response.status_code == 200
+        assert response.json()["status"] == "accepted"
+        unsigned = client.post("/hooks/webhooks/sw", content=b"{}")
+        assert unsigned.status_code == 401
+    assert count_events(db_url) == 1
+
+
 @pytest.mark.anyio
 async def test_an_oversize_stream_is_refused_without_reading_the_rest(
     make_settings: Make, db_url: str
