@@ -57,10 +57,9 @@ def _banner(settings: Settings, url: str, host: str, port: int, config: str | No
 
 
 def _dev(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
     from inbox import _migrate  # alembic is heavy: loaded by the commands that use it
     from inbox._asgi import create_app
+    from inbox._cli_receiver import run_receiver
 
     host, port = settings.receiver.host, settings.receiver.port
     with database_url(settings) as url:
@@ -71,18 +70,9 @@ def _dev(args: argparse.Namespace, settings: Settings) -> int:
         worker = _start_worker(args, url)
         try:
             print(_banner(settings, url, host, port, args.config), flush=True)
-            config = uvicorn.Config(
-                app,
-                host=host,
-                port=port,
-                lifespan="on",
-                access_log=False,
-                log_config=None,
-                server_header=False,
-            )
             # uvicorn re-raises Ctrl-C after its graceful shutdown: here, a normal stop.
             with contextlib.suppress(KeyboardInterrupt):
-                uvicorn.Server(config).run()
+                run_receiver(app, host, port)
         finally:
             worker.terminate()
             try:

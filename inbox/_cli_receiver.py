@@ -19,7 +19,7 @@ from inbox._runtime import database_url
 from inbox._samples import build_sample
 from inbox._settings import Settings
 
-__all__ = ["register"]
+__all__ = ["register", "run_receiver"]
 
 log = structlog.get_logger("inbox.receiver")
 
@@ -35,17 +35,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             port=port,
             sources=[s.name for s in settings.sources],
         )
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            lifespan="on",
-            access_log=False,
-            log_config=None,  # the CLI configured logging already; uvicorn must not redo it
-            server_header=False,
-        )
-        uvicorn.Server(config).run()
+        run_receiver(app, host, port)
     return 0
+
+
+def run_receiver(app: Any, host: str, port: int) -> None:
+    """Serve ``app`` on uvicorn until it is told to stop (SIGINT/SIGTERM)."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        access_log=False,
+        log_config=None,  # the CLI configured logging already; uvicorn must not redo it
+        server_header=False,
+    )
+    uvicorn.Server(config).run()
 
 
 def _default_url(settings: Settings, source: str) -> str:
