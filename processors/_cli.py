@@ -8,13 +8,14 @@ import argparse
 import importlib
 import signal
 import sys
+import threading
 from typing import Any
 
 import anyio
 import structlog
 
 from inbox._db import translate_driver_errors
-from inbox._errors import ConfigError, MigrationError
+from inbox._errors import ConfigError, DatabaseUnavailableError, MigrationError
 from inbox._runtime import database_url
 from inbox._settings import Settings
 from processors._cli_replay import register as register_replay
@@ -52,6 +53,7 @@ class _EarlySignals:
 
     def __init__(self) -> None:
         self.received: int | None = None
+        self.arrived = threading.Event()
 
     def install(self) -> None:
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -59,6 +61,7 @@ class _EarlySignals:
 
     def _note(self, signum: int, frame: object) -> None:
         self.received = signum
+        self.arrived.set()
 
 
 async def _serve(worker: Worker, metrics_port: int | None, early: _EarlySignals) -> None:
@@ -82,17 +85,32 @@ async def _serve(worker: Worker, metrics_port: int | None, early: _EarlySignals)
         tg.cancel_scope.cancel()
 
 
-def _check_schema(url: str) -> None:
-    """Refuse to start on a database whose schema is not the one this code expects."""
+def _check_schema(url: str, early: _EarlySignals) -> bool:
+    """Refuse to start on a database whose schema is not the one this code expects.
+
+    A database that does not answer yet is waited for (with backoff), as the running worker
+    waits for one that restarts; False when a stop signal came meanwhile.
+    """
     from inbox import _migrate
 
-    with translate_driver_errors("checking the schema revision"):
-        current, head = _migrate.current_revision(url), _migrate.head_revision()
+    head = _migrate.head_revision()
+    delay = 0.1
+    while True:
+        try:
+            with translate_driver_errors("checking the schema revision"):
+                current = _migrate.current_revision(url)
+            break
+        except DatabaseUnavailableError as exc:
+            log.warning("database_unavailable", error=str(exc), retry_in_seconds=delay)
+            if early.arrived.wait(delay):
+                return False
+            delay = min(delay * 2, 5.0)
     if current != head:
         raise MigrationError(
             f"the database is at schema revision {current or 'base (empty)'}, this worker"
             f" needs {head}: run `inbox db upgrade` first"
         )
+    return True
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -100,7 +118,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     early.install()
     router = load_router(args.app)
     with database_url(settings) as url:
-        _check_schema(url)
+        if not _check_schema(url, early):
+            return 0  # stopped before it started: nothing was claimed
         worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
         anyio.run(_serve, worker, args.metrics_port, early)
     return 0

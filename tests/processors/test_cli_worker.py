@@ -38,3 +38,36 @@ def test_an_app_that_is_not_a_router_is_refused(db_url: str) -> None:
     missing = _worker(db_url, "tests.processors.nowhere:router")
     assert missing.returncode == 2
     assert "cannot import 'tests.processors.nowhere'" in missing.stderr
+
+
+def test_a_database_that_does_not_answer_yet_is_waited_for(
+    tmp_path: Path, unused_tcp_port: int
+) -> None:
+    import signal
+
+    from tests._wait import wait_for
+
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "inbox", "worker", "--app", "tests.processors.fault_app:router"],
+            cwd=REPO,
+            env={
+                **os.environ,
+                "INBOX_DATABASE__URL": f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/x",
+            },
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for(
+                lambda: "database_unavailable" in log.read_text(),
+                timeout=60,
+                what="the worker to report the database unavailable",
+            )
+            assert worker.poll() is None  # waiting, not exited
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0
+        finally:
+            if worker.poll() is None:
+                worker.kill()

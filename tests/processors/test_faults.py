@@ -186,6 +186,18 @@ def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
                 WorkerProcess(url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="5") for n in range(2)
             )
             wait_for(
+                lambda: (
+                    scalar(
+                        url,
+                        "select count(*) from pg_stat_activity where datname = current_database()"
+                        " and application_name like 'pg-inbox listener%%'",
+                    )
+                    == 2
+                ),
+                timeout=120,
+                what="both workers running",
+            )
+            wait_for(
                 lambda: scalar(url, "select count(*) from payments") >= 200,
                 timeout=120,
                 what="processing under way",
