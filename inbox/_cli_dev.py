@@ -48,8 +48,9 @@ def _banner(settings: Settings, url: str, host: str, port: int, config: str | No
         f"  sources    {', '.join(s.name for s in settings.sources) or '(none configured)'}",
         "  send a signed test webhook from another terminal:",
         f"    .venv/bin/inbox{cfg} send stripe",
-        "  then look at what happened to it:",
-        f"    .venv/bin/inbox{cfg} events list",
+        "  then look at what happened to it (this process owns the embedded server, so",
+        "  other commands reach it by its URL):",
+        f"    INBOX_DATABASE_URL='{url}' .venv/bin/inbox{cfg} events list",
         "  Ctrl-C stops everything; the data stays in " + str(settings.database.data_dir),
         "",
     ]
