@@ -15,7 +15,14 @@ from psycopg.types.json import Jsonb
 from inbox._errors import InvalidWriteError
 from inbox._sql import load_queries
 
-__all__ = ["NotifyCoalescer", "WriteResult", "prepare_write", "read_result", "write_query"]
+__all__ = [
+    "NotifyCoalescer",
+    "WriteResult",
+    "owned_pool_options",
+    "prepare_write",
+    "read_result",
+    "write_query",
+]
 
 MAX_SOURCE_LENGTH = 100
 MAX_KEY_LENGTH = 255
@@ -173,6 +180,27 @@ class NotifyCoalescer:
             self._trailing_due = None
             self._last_sent = now
             return True
+
+
+def owned_pool_options(
+    *,
+    min_size: int,
+    max_size: int,
+    timeout_seconds: float,
+    connection_kwargs: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Options of the pool a writer makes for itself: autocommit connections, so a new event
+    is one statement and one round trip."""
+    return {
+        "min_size": min_size,
+        "max_size": max_size,
+        "timeout": timeout_seconds,
+        "kwargs": {
+            "application_name": "pg-inbox writer",
+            **(connection_kwargs or {}),
+            "autocommit": True,
+        },
+    }
 
 
 def write_query(round_no: int) -> LiteralString:

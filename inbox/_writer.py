@@ -24,6 +24,7 @@ from inbox._write_plan import (
     PING,
     NotifyCoalescer,
     WriteResult,
+    owned_pool_options,
     prepare_write,
     read_result,
     write_query,
@@ -57,24 +58,19 @@ class InboxWriter:
         timeout_seconds: float = 5.0,
         connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        if (dsn is None) == (pool is None):
-            raise TypeError("InboxWriter needs exactly one of a connection string or pool=")
         self._owns_pool = pool is None
         if pool is None:
-            if dsn is None:  # unreachable after the check above; it narrows the type
-                raise TypeError("InboxWriter needs a connection string")
-            pool = ConnectionPool(
-                dsn,
+            if dsn is None:
+                raise TypeError("InboxWriter needs a connection string or pool=")
+            options = owned_pool_options(
                 min_size=min_size,
                 max_size=max_size,
-                timeout=timeout_seconds,
-                kwargs={
-                    "application_name": "pg-inbox writer",
-                    **(connection_kwargs or {}),
-                    "autocommit": True,
-                },
-                open=True,
+                timeout_seconds=timeout_seconds,
+                connection_kwargs=connection_kwargs,
             )
+            pool = ConnectionPool(dsn, open=True, **options)
+        elif dsn is not None:
+            raise TypeError("InboxWriter takes a connection string or pool=, not both")
         self._pool: ConnectionPool = pool
         self._notify = notify
         self._coalescer = NotifyCoalescer(notify_interval_seconds)

@@ -24,6 +24,7 @@ from inbox._write_plan import (
     PING,
     NotifyCoalescer,
     WriteResult,
+    owned_pool_options,
     prepare_write,
     read_result,
     write_query,
@@ -54,24 +55,19 @@ class AsyncInboxWriter:
         timeout_seconds: float = 5.0,
         connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        if (dsn is None) == (pool is None):
-            raise TypeError("AsyncInboxWriter needs exactly one of a connection string or pool=")
         self._owns_pool = pool is None
         if pool is None:
-            if dsn is None:  # unreachable after the check above; it narrows the type
-                raise TypeError("AsyncInboxWriter needs a connection string")
-            pool = AsyncConnectionPool(
-                dsn,
+            if dsn is None:
+                raise TypeError("AsyncInboxWriter needs a connection string or pool=")
+            options = owned_pool_options(
                 min_size=min_size,
                 max_size=max_size,
-                timeout=timeout_seconds,
-                kwargs={
-                    "application_name": "pg-inbox writer",
-                    **(connection_kwargs or {}),
-                    "autocommit": True,
-                },
-                open=False,
+                timeout_seconds=timeout_seconds,
+                connection_kwargs=connection_kwargs,
             )
+            pool = AsyncConnectionPool(dsn, open=False, **options)
+        elif dsn is not None:
+            raise TypeError("AsyncInboxWriter takes a connection string or pool=, not both")
         self._pool: AsyncConnectionPool = pool
         self._opened = not self._owns_pool
         self._notify = notify

@@ -273,3 +273,20 @@ def test_async_unreachable_database_is_a_typed_error(unused_tcp_port: int) -> No
 
     with pytest.raises(DatabaseUnavailableError):
         asyncio.run(run())
+
+
+def test_a_writer_takes_a_connection_string_or_a_pool_not_both(db_url: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    with pytest.raises(TypeError, match="needs a connection string or pool="):
+        InboxWriter()
+    pool = ConnectionPool(db_url, open=False)
+    with pytest.raises(TypeError, match="not both"):
+        InboxWriter(db_url, pool=pool)
+    pool.open()
+    try:
+        with InboxWriter(pool=pool) as writer:  # a pool of the caller's: not autocommit
+            assert writer.write("stripe", "evt_pool", b"{}").is_new
+    finally:
+        pool.close()
+    assert _count(db_url, "inbox_events") == 1
