@@ -21,10 +21,11 @@ from tests.processors._support import create_business_table
 pytestmark = pytest.mark.slow
 
 
-def write_orders(url: str, count: int, *, refunds_too: bool = False) -> None:
+def write_orders(url: str, count: int, *, refunds_too: bool = False, notify: bool = False) -> None:
     """Orders paid (an async handler); with ``refunds_too`` every other one is a refund (a
-    sync handler), so both kinds of handler run under the fault."""
-    with InboxWriter(url, notify="off") as writer:
+    sync handler), so both kinds of handler run under the fault. Without ``notify`` the
+    workers find them by their poll."""
+    with InboxWriter(url, notify="after_commit" if notify else "off") as writer:
         for n in range(count):
             event_type = "order.refunded" if refunds_too and n % 2 else "order.paid"
             writer.write("shop", f"key-{n}", f'{{"n": {n}}}'.encode(), event_type=event_type)
@@ -61,12 +62,25 @@ def workers(tmp_path: Path) -> Iterator[list[WorkerProcess]]:
         worker.close()
 
 
+def running_listeners(url: str) -> int:
+    return int(
+        scalar(
+            url,
+            "select count(*) from pg_stat_activity where datname = current_database()"
+            " and application_name like 'pg-inbox listener%%'",
+        )
+    )
+
+
 def test_three_worker_processes_share_the_backlog_exactly_once(
     db_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     create_business_table(db_url)
-    write_orders(db_url, 2000)
-    workers.extend(WorkerProcess(db_url, tmp_path, n) for n in range(3))
+    workers.extend(WorkerProcess(db_url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="2") for n in range(3))
+    # All three are up and idle before the work arrives, so they compete for it from the
+    # first batch (a process that started late could otherwise find nothing left).
+    wait_for(lambda: running_listeners(db_url) == 3, timeout=120, what="three workers up")
+    write_orders(db_url, 2000, notify=True)
     wait_for(lambda: queue_is_empty(db_url), timeout=120, what="the backlog to drain")
     for worker in workers:
         assert worker.terminate() == 0, worker.output()
