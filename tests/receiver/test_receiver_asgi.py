@@ -255,7 +255,7 @@ def test_a_database_that_is_down_gives_503_within_the_write_timeout(
         assert response.status_code == 503
         assert response.headers["retry-after"] == "5"
         assert response.json()["error"] == "unavailable"
-        assert elapsed < 3.0
+        assert elapsed < 10.0  # bounded: 0.5 s timeout, generous for a loaded machine
         assert client.get("/healthz").status_code == 503
         metrics = client.get("/metrics").text
         # the pool's wait and the write's deadline are the same bound; either may fire first
@@ -278,5 +278,5 @@ def test_a_database_that_hangs_gives_503_and_nothing_commits(
         elapsed = time.monotonic() - started
         blocker.rollback()
         assert response.status_code == 503
-        assert elapsed < 3.0
+        assert elapsed < 10.0  # bounded: 0.5 s timeout, generous for a loaded machine
     assert count_events(db_url) == 0
