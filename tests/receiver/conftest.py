@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from inbox import Settings
 from inbox._samples import SampleRequest, build_sample
+from tests._keys import RsaPair, make_rsa_pair
 
 SW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 GITHUB_SECRET = "It's a Secret to Everybody"
@@ -21,26 +19,9 @@ SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 STRIPE_SECRET = "whsec_test_stripe"
 
 
-@dataclass(frozen=True)
-class RsaPair:
-    private_pem: str
-    public_pem: str
-
-
 @pytest.fixture(scope="session")
 def rsa_pair() -> RsaPair:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    public_pem = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return RsaPair(private_pem, public_pem)
+    return make_rsa_pair("receiver")
 
 
 def source_tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
