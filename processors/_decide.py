@@ -129,55 +129,61 @@ def decide(
     return make("failed", "pending", this_attempt, delay, error_class, _message(error))
 
 
-def decide_skipped(claimed: Claimed, *, now: datetime, reason: str) -> Decision:
-    """No handler is routed, and the policy is to skip: settled, with the reason recorded."""
+def _not_run(
+    claimed: Claimed,
+    now: datetime,
+    *,
+    attempt: int,
+    outcome: OutcomeName,
+    state: StateName,
+    error_class: str | None = None,
+    error_message: str | None = None,
+) -> Decision:
+    """A decision taken without running a handler: it starts and ends at ``now``."""
     return Decision(
         event_id=claimed.event_id,
-        attempt=claimed.attempts + 1,
-        outcome="skipped",
-        state="done",
+        attempt=attempt,
+        outcome=outcome,
+        state=state,
         delay_seconds=0.0,
         started_at=now,
         finished_at=now,
         handler=None,
+        error_class=error_class,
+        error_message=error_message,
+        replay_id=claimed.replay_id,
+    )
+
+
+def decide_skipped(claimed: Claimed, *, now: datetime, reason: str) -> Decision:
+    """No handler is routed, and the policy is to skip: settled, with the reason recorded."""
+    return _not_run(
+        claimed,
+        now,
+        attempt=claimed.attempts + 1,
+        outcome="skipped",
+        state="done",
         error_class="NoRoute",
         error_message=reason,
-        replay_id=claimed.replay_id,
     )
 
 
 def decide_crashed(claimed: Claimed, *, now: datetime) -> Decision:
     """Claimed ``crashes`` times without ever settling: dead-lettered without running again."""
-    return Decision(
-        event_id=claimed.event_id,
+    return _not_run(
+        claimed,
+        now,
         attempt=claimed.attempts,
         outcome="crashed",
         state="dead",
-        delay_seconds=0.0,
-        started_at=now,
-        finished_at=now,
-        handler=None,
         error_class="Crashed",
         error_message=(
             f"claimed {claimed.crashes} times by workers that died before settling it"
             " (a poison pill: it kills or hangs its worker)"
         ),
-        replay_id=claimed.replay_id,
     )
 
 
 def decide_released(claimed: Claimed, *, now: datetime) -> Decision:
     """Claimed but not run (shutdown or the batch's time budget): back to the queue as is."""
-    return Decision(
-        event_id=claimed.event_id,
-        attempt=claimed.attempts,
-        outcome="released",
-        state="pending",
-        delay_seconds=0.0,
-        started_at=now,
-        finished_at=now,
-        handler=None,
-        error_class=None,
-        error_message=None,
-        replay_id=claimed.replay_id,
-    )
+    return _not_run(claimed, now, attempt=claimed.attempts, outcome="released", state="pending")
