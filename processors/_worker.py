@@ -184,6 +184,11 @@ class Worker:
                 # Sync handlers get a sync psycopg connection over the very same server
                 # session: the claim transaction, seen from a worker thread.
                 sync_view: psycopg.Connection[Any] = psycopg.Connection(conn.pgconn)
+                # Prepared statements belong to the session, but psycopg names and tracks
+                # them per connection object: two objects preparing on one session collide
+                # on their names, and one's DEALLOCATE ALL (after any ROLLBACK TO) drops the
+                # other's. Only the async connection prepares.
+                sync_view.prepare_threshold = None
                 yield conn, side, sync_view
             finally:
                 await side.close()

@@ -327,3 +327,34 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
 
     anyio.run(main)
     assert worker.metrics.registry.get_sample_value("inbox_notifications_total") == 0
+
+
+def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_statements(
+    db_url: str,
+) -> None:
+    # Both handler kinds run on one server session; psycopg prepares a statement after a few
+    # executions and names it per connection object, so two objects preparing on one session
+    # would collide ("prepared statement _pg3_0 already exists").
+    create_business_table(db_url)
+    write_events(db_url, 40, event_type="order.paid")
+    write_events(db_url, 40, source="till", event_type="order.paid")
+    router = Router()
+    insert = "insert into payments (event_id, note) values (%s, %s)"
+
+    @router.on("shop")
+    async def paid(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(insert, [event.id, "async"])
+
+    @router.on("till")
+    def paid_at_till(event: Event, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(insert, [event.id, "sync"])
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 80,
+        worker_settings=settings(batch_size=80),
+    )
+    outcomes = scalar(db_url, "select array_agg(distinct outcome) from inbox_attempts")
+    assert outcomes == ["processed"]
+    assert scalar(db_url, "select count(*) from payments") == 80
