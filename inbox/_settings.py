@@ -126,6 +126,11 @@ class WorkerSettings(_Section):
     handler_timeout_seconds: float = Field(default=30.0, gt=0)
     listen: bool = True  # False = poll only (PgBouncer in transaction pooling mode)
     unrouted: Literal["skip", "fail"] = "skip"
+    # "batch": the handlers of a batch share one savepoint; a failure rolls them all back and
+    # re-runs the others, each in a savepoint of its own. "event": a savepoint round trip per
+    # event, so a handler never runs again because a neighbour failed (for handlers with
+    # effects outside the database that must not repeat).
+    savepoints: Literal["batch", "event"] = "batch"
 
 
 class ReceiverSettings(_Section):

@@ -1,4 +1,9 @@
-"""Running the handlers of one claimed batch, each in a SAVEPOINT of the claim transaction.
+"""Running the handlers of one claimed batch inside the claim transaction.
+
+By default the batch's handlers share one SAVEPOINT (one round trip per batch). If a handler
+fails, the batch rolls back to it: the failure is decided, and the other events run again, each
+in a savepoint of its own, so one event's failure never takes another's writes with it. With
+``savepoints = "event"`` every event gets its own savepoint from the start.
 
 The result is a list of decisions; nothing here writes outcomes (the store does, in one
 statement) or commits (the worker does, once per batch).
@@ -12,15 +17,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 import psycopg
 import structlog
+from psycopg import pq
 
 from processors._decide import (
     Decision,
+    HandlerLeftTransactionAbortedError,
     HandlerTimeoutError,
     NoRouteError,
     Policy,
@@ -33,20 +40,35 @@ from processors._event import Event
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
 
-__all__ = ["BatchRunner"]
+__all__ = ["BatchRunner", "SavepointMode"]
 
 log = structlog.get_logger("processors.worker")
 
-# One round trip per event for the savepoint: the previous event's savepoint is released
-# and the next one taken in a single simple-protocol message. The last one is never
-# released: COMMIT keeps what it holds.
-SAVEPOINT = "savepoint inbox_handler"
-NEXT_SAVEPOINT = "release savepoint inbox_handler; savepoint inbox_handler"
-ROLLBACK_TO_SAVEPOINT = "rollback to savepoint inbox_handler"
+SavepointMode = Literal["batch", "event"]
+
+# The whole batch's savepoint. Undoing it also releases it, so the per-event savepoints that
+# follow are not nested in it (nesting would cost one more subtransaction id).
+BATCH_SAVEPOINT = "savepoint inbox_batch"
+UNDO_BATCH = "rollback to savepoint inbox_batch; release savepoint inbox_batch"
+
+# One round trip per event: the previous event's savepoint is released and the next one
+# taken in a single simple-protocol message. The last one is never released: COMMIT keeps
+# what it holds.
+EVENT_SAVEPOINT = "savepoint inbox_handler"
+NEXT_EVENT_SAVEPOINT = "release savepoint inbox_handler; savepoint inbox_handler"
+UNDO_EVENT = "rollback to savepoint inbox_handler"
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+class _Undo(Exception):
+    """The shared savepoint must be undone: ``index``'s handler failed with ``decision``."""
+
+    def __init__(self, index: int, decision: Decision) -> None:
+        self.index = index
+        self.decision = decision
 
 
 class BatchRunner:
@@ -57,14 +79,16 @@ class BatchRunner:
         *,
         handler_timeout_seconds: float,
         worker: str,
+        savepoints: SavepointMode = "batch",
         rng: random.Random | None = None,
     ) -> None:
         self._router = router
         self._policy = policy
         self._timeout = handler_timeout_seconds
         self._worker = worker
+        self._savepoints = savepoints
         self._rng = rng or random.Random()
-        self._savepoint_taken = False
+        self._event_savepoint_taken = False
 
     async def run(
         self,
@@ -77,68 +101,143 @@ class BatchRunner:
     ) -> list[Decision]:
         """Run each event's handler; events not started by ``deadline`` (monotonic) or after
         a stop request are released unrun, so one slow batch cannot hold its locks long."""
-        decisions: list[Decision] = []
-        self._savepoint_taken = False
-        for item in batch:
-            if should_stop() or time.monotonic() > deadline:
-                decisions.append(decide_released(item.claimed, now=_now()))
-                continue
-            decisions.append(await self._run_one(conn, sync_conn, item))
-        return decisions
+        decisions: list[Decision | None] = [None] * len(batch)
+        self._event_savepoint_taken = False
+        if self._savepoints == "batch":
+            try:
+                await conn.execute(BATCH_SAVEPOINT)
+                await self._run_all(
+                    conn, sync_conn, batch, decisions, should_stop, deadline, shared=True
+                )
+                return [d for d in decisions if d is not None]
+            except _Undo as undo:
+                # If this fails, the connection is gone: the batch rolls back as a whole.
+                await conn.execute(UNDO_BATCH)
+                # Decisions taken without running a handler stand; handlers that ran lost
+                # their writes with the savepoint and run again, isolated this time.
+                for i, decision in enumerate(decisions):
+                    if decision is not None and decision.handler is not None:
+                        decisions[i] = None
+                decisions[undo.index] = undo.decision
+                log.info(
+                    "batch_rerun_isolated",
+                    worker=self._worker,
+                    failed_event_id=undo.decision.event_id,
+                    events=sum(d is None for d in decisions),
+                )
+        await self._run_all(conn, sync_conn, batch, decisions, should_stop, deadline, shared=False)
+        return [d for d in decisions if d is not None]
 
-    async def _take_savepoint(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute(NEXT_SAVEPOINT if self._savepoint_taken else SAVEPOINT)
-        self._savepoint_taken = True
+    async def _run_all(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        sync_conn: psycopg.Connection[Any],
+        batch: Sequence[ClaimedEvent],
+        decisions: list[Decision | None],
+        should_stop: Callable[[], bool],
+        deadline: float,
+        *,
+        shared: bool,
+    ) -> None:
+        """Decide every event that has no decision yet."""
+        for i, item in enumerate(batch):
+            if decisions[i] is not None:
+                continue
+            if should_stop() or time.monotonic() > deadline:
+                decisions[i] = decide_released(item.claimed, now=_now())
+                continue
+            decisions[i] = await self._run_one(conn, sync_conn, item, i, shared=shared)
 
     async def _run_one(
         self,
         conn: psycopg.AsyncConnection[Any],
         sync_conn: psycopg.Connection[Any],
         item: ClaimedEvent,
+        index: int,
+        *,
+        shared: bool,
     ) -> Decision:
         claimed, event = item.claimed, item.event
-        bound = log.bind(
-            event_id=event.id,
-            source=event.source,
-            type=event.type,
-            attempt=event.attempt,
-            worker=self._worker,
-        )
         if claimed.crashes >= self._policy.max_crashes:
-            bound.error("event_crashed_dead", crashes=claimed.crashes)
+            self._bound(event).error("event_crashed_dead", crashes=claimed.crashes)
             return decide_crashed(claimed, now=_now())
 
         route = self._router.resolve(event.source, event.type)
         if route is None:
             reason = f"no handler routed for source {event.source!r}, type {event.type!r}"
             if self._policy.unrouted == "skip":
-                bound.warning("event_skipped", reason=reason)
+                self._bound(event).warning("event_skipped", reason=reason)
                 return decide_skipped(claimed, now=_now(), reason=reason)
+            # No handler ran, so there is nothing to undo.
+            decision = self._decide(item, None, NoRouteError(reason), _now())
+            self._log_failure(event, decision)
+            return decision
 
         started = _now()
         error: BaseException | None = None
-        await self._take_savepoint(conn)
+        if not shared:
+            await conn.execute(
+                NEXT_EVENT_SAVEPOINT if self._event_savepoint_taken else EVENT_SAVEPOINT
+            )
+            self._event_savepoint_taken = True
         try:
-            if route is None:
-                raise NoRouteError(reason)
             await self._call(route, event, conn, sync_conn)
+            if conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
+                raise HandlerLeftTransactionAbortedError(
+                    f"handler {route.name} returned, but a statement of its failed and it"
+                    " went on: the transaction is aborted (let database errors propagate)"
+                )
         except Exception as exc:  # noqa: BLE001 - any handler failure is an attempt's outcome
             error = exc
-            # If this fails, the connection is gone: the batch rolls back as a whole.
-            await conn.execute(ROLLBACK_TO_SAVEPOINT)
+            if not shared:
+                # If this fails, the connection is gone: the batch rolls back as a whole.
+                await conn.execute(UNDO_EVENT)
 
-        decision = decide(
-            claimed,
+        decision = self._decide(item, route.name, error, started)
+        if error is None:
+            # Not through _bound: binding costs more than the filtered-out debug call.
+            log.debug(
+                "event_processed",
+                event_id=event.id,
+                source=event.source,
+                handler=decision.handler,
+                worker=self._worker,
+            )
+            return decision
+        self._log_failure(event, decision)
+        if shared:
+            raise _Undo(index, decision)
+        return decision
+
+    def _decide(
+        self,
+        item: ClaimedEvent,
+        handler: str | None,
+        error: BaseException | None,
+        started: datetime,
+    ) -> Decision:
+        return decide(
+            item.claimed,
             policy=self._policy,
-            handler=None if route is None else route.name,
+            handler=handler,
             error=error,
             started_at=started,
             finished_at=_now(),
             rng=self._rng,
         )
-        if error is None:
-            bound.debug("event_processed", handler=decision.handler)
-        elif decision.outcome == "retry":
+
+    def _bound(self, event: Event) -> Any:
+        return log.bind(
+            event_id=event.id,
+            source=event.source,
+            type=event.type,
+            attempt=event.attempt,
+            worker=self._worker,
+        )
+
+    def _log_failure(self, event: Event, decision: Decision) -> None:
+        bound = self._bound(event)
+        if decision.outcome == "retry":
             bound.info("event_retry_requested", after_seconds=decision.delay_seconds)
         elif decision.outcome == "dead":
             bound.error("event_dead", error=f"{decision.error_class}: {decision.error_message}")
@@ -148,7 +247,6 @@ class BatchRunner:
                 error=f"{decision.error_class}: {decision.error_message}",
                 retry_in_seconds=round(decision.delay_seconds, 3),
             )
-        return decision
 
     async def _call(
         self,

@@ -59,6 +59,11 @@ class HandlerTimeoutError(Exception):
     """The handler did not finish within its deadline."""
 
 
+class HandlerLeftTransactionAbortedError(Exception):
+    """The handler returned normally after one of its statements failed: the transaction is
+    aborted, so nothing it wrote can commit."""
+
+
 class NoRouteError(Exception):
     """No handler is routed for the event (with ``unrouted = "fail"``)."""
 

@@ -291,6 +291,7 @@ class Worker:
             self._policy,
             handler_timeout_seconds=self._settings.handler_timeout_seconds,
             worker=worker,
+            savepoints=self._settings.savepoints,
             rng=self._rng,
         )
         decisions = await runner.run(

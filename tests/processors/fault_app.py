@@ -4,6 +4,9 @@ Behaviour is chosen by environment variables, so one module serves every scenari
 - ``FAULT_HANDLER_SLEEP_MS``: time each handler spends inside the claim transaction (a
   ``pg_sleep`` on the claim connection), so kills land mid-handler.
 - ``FAULT_POISON_KEY``: the handler of the event with this key SIGKILLs its own process.
+- ``FAULT_FAIL_FIRST_EVERY``: every event whose n is a multiple of this fails its first
+  attempt after its business write, so failures (and the batch re-runs they cause) happen
+  beside the kills.
 """
 
 from __future__ import annotations
@@ -20,6 +23,16 @@ router = Router()
 
 SLEEP_SECONDS = int(os.environ.get("FAULT_HANDLER_SLEEP_MS", "0")) / 1000
 POISON_KEY = os.environ.get("FAULT_POISON_KEY")
+FAIL_FIRST_EVERY = int(os.environ.get("FAULT_FAIL_FIRST_EVERY", "0"))
+
+
+class FirstAttemptFailed(Exception):
+    pass
+
+
+def _maybe_fail(event: Event, n: int) -> None:
+    if FAIL_FIRST_EVERY and n % FAIL_FIRST_EVERY == 0 and event.attempt == 1:
+        raise FirstAttemptFailed(f"event {event.id} fails its first attempt")
 
 
 @router.on("shop", "order.paid")
@@ -32,6 +45,7 @@ async def record_payment(event: Event, conn: psycopg.AsyncConnection[Any]) -> No
     )
     if SLEEP_SECONDS:
         await conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
+    _maybe_fail(event, event.json()["n"])
 
 
 @router.on("shop", "order.refunded")
@@ -42,3 +56,4 @@ def record_refund(event: Event, conn: psycopg.Connection[Any]) -> None:
     )
     if SLEEP_SECONDS:
         conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
+    _maybe_fail(event, event.json()["n"])

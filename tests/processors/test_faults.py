@@ -90,12 +90,21 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
     assert pids == 3
 
 
+@pytest.mark.parametrize("savepoints", ["batch", "event"])
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess], savepoints: str
 ) -> None:
     create_business_table(db_url)
     write_orders(db_url, 2000, refunds_too=True)
-    slow = {"FAULT_HANDLER_SLEEP_MS": "20"}
+    # Some handlers fail their first attempt after writing, so the kills also land on
+    # batches being undone and re-run (savepoints = "batch") or rolled back per event.
+    slow = {
+        "FAULT_HANDLER_SLEEP_MS": "20",
+        "FAULT_FAIL_FIRST_EVERY": "25",
+        "INBOX_WORKER__SAVEPOINTS": savepoints,
+        "INBOX_WORKER__BACKOFF_BASE_SECONDS": "0.05",
+        "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
+    }
     workers.extend(WorkerProcess(db_url, tmp_path, n, **slow) for n in range(3))
     rng = random.Random(7)
     kills = 0
@@ -125,6 +134,12 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
             assert worker.terminate() == 0, worker.output()
     assert_each_effect_exactly_once(db_url, 2000)
     assert scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 0
+    with psycopg.connect(db_url) as conn:
+        failures = conn.execute(
+            "select error_class, count(distinct event_id) from inbox_attempts"
+            " where outcome = 'failed' group by 1"
+        ).fetchall()
+    assert failures == [("FirstAttemptFailed", 2000 // 25)]
 
 
 def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(

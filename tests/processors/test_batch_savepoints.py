@@ -1,0 +1,138 @@
+"""One handler's failure never takes another event's writes with it, in either savepoint mode.
+
+``savepoints = "batch"`` runs a batch under one savepoint and, when a handler fails, undoes it
+and runs the other events again, each isolated; ``"event"`` isolates every event from the
+start. Both must leave every other event's business row exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from typing import Any
+
+import psycopg
+import pytest
+
+from processors import Event, Router
+from tests._wait import scalar
+from tests.processors._support import (
+    create_business_table,
+    run_worker_until,
+    settings,
+    write_events,
+)
+
+EVENTS = 20
+FAILING = 7  # the n of the event whose handler fails; events are claimed in n order
+NO_RETRY_SOON = {"backoff_base_seconds": 60, "backoff_max_seconds": 60}
+
+
+def _outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "select event_id, outcome, error_class from inbox_attempts order by id"
+        ).fetchall()
+    out: dict[int, list[tuple[str, str | None]]] = {}
+    for event_id, outcome, error_class in rows:
+        out.setdefault(event_id, []).append((outcome, error_class))
+    return out
+
+
+def _router(kind: str, calls: Counter[int], fail: Any) -> Router:
+    router = Router()
+    if kind == "async":
+
+        @router.on("shop")
+        async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+            n = event.json()["n"]
+            calls[n] += 1
+            await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+            if n == FAILING:
+                await fail(conn)
+
+    else:
+
+        @router.on("shop")
+        def pay_sync(event: Event, conn: psycopg.Connection[Any]) -> None:
+            n = event.json()["n"]
+            calls[n] += 1
+            conn.execute("insert into payments (event_id) values (%s)", [event.id])
+            if n == FAILING:
+                fail(conn)
+
+    return router
+
+
+async def _raise_async(conn: Any) -> None:
+    raise RuntimeError("card network said no")
+
+
+def _raise_sync(conn: Any) -> None:
+    raise RuntimeError("card network said no")
+
+
+async def _swallow_db_error_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    # The mistake under test: the handler goes on in an aborted transaction.
+    with contextlib.suppress(psycopg.errors.DivisionByZero):
+        await conn.execute("select 1 / 0")
+
+
+def _swallow_db_error_sync(conn: psycopg.Connection[Any]) -> None:
+    with contextlib.suppress(psycopg.errors.DivisionByZero):
+        conn.execute("select 1 / 0")
+
+
+FAILURES = {
+    ("async", "raise"): _raise_async,
+    ("sync", "raise"): _raise_sync,
+    ("async", "swallow"): _swallow_db_error_async,
+    ("sync", "swallow"): _swallow_db_error_sync,
+}
+EXPECTED_ERROR = {"raise": "RuntimeError", "swallow": "HandlerLeftTransactionAbortedError"}
+
+
+@pytest.mark.parametrize("mode", ["batch", "event"])
+@pytest.mark.parametrize("kind", ["async", "sync"])
+@pytest.mark.parametrize("failure", ["raise", "swallow"])
+def test_a_failing_handler_leaves_every_other_effect_exactly_once(
+    db_url: str, mode: str, kind: str, failure: str
+) -> None:
+    create_business_table(db_url)
+    ids = write_events(db_url, EVENTS)
+    calls: Counter[int] = Counter()
+    router = _router(kind, calls, FAILURES[(kind, failure)])
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= EVENTS,
+        worker_settings=settings(savepoints=mode, **NO_RETRY_SOON),
+    )
+
+    failing_id = ids[FAILING]
+    paid = scalar(db_url, "select array_agg(event_id order by event_id) from payments")
+    assert paid == [i for i in ids if i != failing_id]
+    outcomes = _outcomes(db_url)
+    assert outcomes.pop(failing_id) == [("failed", EXPECTED_ERROR[failure])]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != failing_id}
+    # What each mode costs: "batch" runs the events before the failure a second time (their
+    # first writes were undone), "event" runs every handler once.
+    reruns = FAILING if mode == "batch" else 0
+    assert calls == Counter({n: 2 if n < reruns else 1 for n in range(EVENTS)})
+
+
+def test_a_batch_without_failures_runs_each_handler_once(db_url: str) -> None:
+    create_business_table(db_url)
+    write_events(db_url, FAILING)  # n = 0 .. FAILING-1: no handler fails
+    calls: Counter[int] = Counter()
+    router = _router("async", calls, _raise_async)
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
+        worker_settings=settings(savepoints="batch"),
+    )
+    assert scalar(db_url, "select count(*) from payments") == FAILING
+    assert calls == Counter(range(FAILING))
