@@ -66,6 +66,8 @@ import psycopg
 from benchmarks._apps import BUSINESS_TABLE_DDL
 from benchmarks._common import (
     OUT_DIR,
+    REPO,
+    child_env,
     create_database,
     drop_database,
     fresh_database,
@@ -79,7 +81,6 @@ from benchmarks._common import (
 from benchmarks.ingest import make_body, make_headers
 from inbox import AsyncInboxWriter, _migrate
 
-REPO = Path(__file__).resolve().parent.parent
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
 DEFAULT_PEERS_PYTHON = "/work/peers-venv/bin/python"
 EVENT_TYPE = "invoice.paid"
@@ -143,14 +144,6 @@ class Env:
     logs: Path
 
 
-def _inbox_env(url: str, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    env["INBOX_DATABASE__URL"] = url  # nested setting: database.url
-    env.update(extra)
-    return env
-
-
 def worker_command(env: Env, system: System, url: str, record: str | None = None) -> list[str]:
     if system.family == "inbox":
         app = {"inbox-noop": "noop", "inbox-business": "business"}.get(system.name, "noop")
@@ -184,7 +177,7 @@ def spawn(env: Env, cmd: list[str], url: str, tag: str, **extra: str) -> subproc
     log = (env.logs / f"{tag}.log").open("ab")
     return subprocess.Popen(
         cmd,
-        env=_inbox_env(url, **extra),
+        env=child_env(url, **extra),
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
