@@ -174,15 +174,16 @@ def worker_command(env: Env, system: System, url: str, record: str | None = None
 
 
 def spawn(env: Env, cmd: list[str], url: str, tag: str, **extra: str) -> subprocess.Popen[bytes]:
-    log = (env.logs / f"{tag}.log").open("ab")
-    return subprocess.Popen(
-        cmd,
-        env=child_env(url, **extra),
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # our SIGINT is ours; the driver stops workers itself
-    )
+    # The child keeps its own copy of the log's descriptor; ours is closed at once.
+    with (env.logs / f"{tag}.log").open("ab") as log:
+        return subprocess.Popen(
+            cmd,
+            env=child_env(url, **extra),
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # our SIGINT is ours; the driver stops workers itself
+        )
 
 
 def stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 20.0) -> list[int]:
