@@ -138,13 +138,32 @@ def command_line(module: str, argv: Sequence[str]) -> str:
     return f"PYTHONPATH=. {command}"
 
 
+def _proc_field(path: str, name: str) -> str | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> str:
+    """CPU model and count, architecture and memory, as far as /proc tells."""
+    cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "?"
+    mem = _proc_field("/proc/meminfo", "MemTotal")
+    memory = f", {int(mem.split()[0]) / 1024**2:.0f} GiB" if mem else ""
+    return f"{os.cpu_count()} x {cpu} ({platform.machine()}){memory}"
+
+
 def run_facts(command: str, facts: dict[str, str], where: str) -> list[str]:
     """The markdown bullet lines that say when, how and on what a run was measured."""
     return [
         f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
         f"- command: `{command}`",
-        f"- machine: {platform.node()}, nproc={os.cpu_count()}, {platform.machine()},"
-        f" Python {platform.python_version()}, psycopg {psycopg.__version__}",
+        f"- machine: {platform.node()}, {machine()}, Python {platform.python_version()},"
+        f" psycopg {psycopg.__version__}",
         f"- server: PostgreSQL {facts['server_version']} ({where});"
         f" synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']},"
         f" shared_buffers={facts['shared_buffers']}, max_connections={facts['max_connections']}",

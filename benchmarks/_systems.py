@@ -61,6 +61,15 @@ class System:
         return f"procrastinate, concurrency={self.concurrency}"
 
     @property
+    def short_label(self) -> str:
+        """A label that fits under a chart's bar."""
+        if self.family == "inbox":
+            return "pg-inbox no-op" if self.name == "inbox-noop" else "pg-inbox business"
+        if self.family == "pgqueuer":
+            return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}"
+        return f"procrastinate c={self.concurrency}"
+
+    @property
     def remaining_sql(self) -> str:
         if self.family == "inbox":
             return "select count(*) from inbox_work"
@@ -294,6 +303,10 @@ def drain(
             note = f"exit codes {codes}"
     if first_at is None or left:
         return Drain(0.0, done_at - spawned, 0.0, False, note or "no progress")
+    if first_left == 0:
+        # Drained between two polls: no rate can be timed (a backlog too small for --poll-ms).
+        note = note or "drained within one poll: backlog too small to time"
+        return Drain(0.0, done_at - spawned, first_at - spawned, False, note)
     counted = first_left
     span = max(done_at - first_at, 1e-6)
     return Drain(counted / span, done_at - spawned, first_at - spawned, not note, note)
@@ -356,7 +369,9 @@ def make_templates(server: str, peers_python: str | None, families: set[str]) ->
 
 
 @contextlib.contextmanager
-def templates_of(server: str, peers_python: str | None, families: set[str]) -> Iterator[dict]:
+def templates_of(
+    server: str, peers_python: str | None, families: set[str]
+) -> Iterator[dict[str, str]]:
     templates = make_templates(server, peers_python, families)
     try:
         yield templates

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, LiteralString
 
 import anyio
 import psycopg
@@ -146,14 +147,14 @@ def storm_requests(keys: int, copies: int) -> list[Request]:
     return out
 
 
-def _scalar(conn: psycopg.Connection[tuple[int]], query: str) -> int:
-    row = conn.execute(query).fetchone()  # type: ignore[arg-type]
+def _scalar(conn: psycopg.Connection[Any], query: LiteralString) -> int:
+    row = conn.execute(query).fetchone()
     return int(row[0]) if row else 0
 
 
 def read_account(db_url: str) -> Account:
     with psycopg.connect(db_url, autocommit=True) as conn:
-        row = conn.execute(ACCOUNT).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(ACCOUNT).fetchone()
     assert row is not None
     return Account(*(int(v) for v in row))
 
