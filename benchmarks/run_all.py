@@ -1,7 +1,7 @@
 """``python -m benchmarks all``: every figure of issue 6 on one PostgreSQL server, one report.
 
     pip install -e '.[dev,bench]'                    # matplotlib, for the chart
-    python -m benchmarks all                         # the issue's sizes: about 1.5-2 h on 2 cores
+    python -m benchmarks all                         # the issue's sizes: about 1-1.5 h on 2 cores
     python -m benchmarks all --quick --out /tmp/RESULTS.md --chart /tmp/results.png  # ~3 min
 
 Runs, in order, on one server (the embedded PostgreSQL, or ``INBOX_BENCH_DATABASE_URL``):
@@ -126,7 +126,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     size.add_argument("--histories", help="scale: history rows (1000,1000000)")
     size.add_argument("--scale-backlog", type=int, help="scale: backlog drained (20,000)")
     size.add_argument("--claim-reps", type=int, help="scale: claims timed per run (30)")
-    size.add_argument("--rss-events", type=int, help="scale: RSS over events, 0: none (1e6)")
+    size.add_argument("--rss-events", type=int, help="scale: RSS over events, 0: none (1,000,000)")
     size.add_argument("--keys", type=int, help="storm: distinct keys (1,000)")
     size.add_argument("--copies", type=int, help="storm: deliveries of each key (100)")
     more = p.add_argument_group("more")
