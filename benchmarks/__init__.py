@@ -1,4 +1,5 @@
 """Reproducible benchmarks for pg-inbox (see DESIGN.md); each prints a table.
 
-Run one with ``python -m benchmarks.ingest`` (or ``python -m benchmarks ingest``).
+``python -m benchmarks all`` runs every figure on one server and writes RESULTS.md and a
+chart; ``python -m benchmarks NAME`` runs one (ingest, receiver_load, processing, storm).
 """

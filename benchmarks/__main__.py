@@ -1,18 +1,25 @@
-"""``python -m benchmarks NAME [options]``: run one benchmark module by name."""
+"""``python -m benchmarks NAME [options]``: run one benchmark by name, or ``all`` of them."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-BENCHMARKS = ("ingest", "processing")
+# name on the command line -> module in this package (`all` is no module name: a builtin's)
+BENCHMARKS = {
+    "all": "run_all",
+    "ingest": "ingest",
+    "receiver_load": "receiver_load",
+    "processing": "processing",
+    "storm": "storm",
+}
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHMARKS:
         print(f"usage: python -m benchmarks {{{','.join(BENCHMARKS)}}} [options]", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"benchmarks.{argv[0]}")
+    module = importlib.import_module(f"benchmarks.{BENCHMARKS[argv[0]]}")
     return int(module.main(argv[1:]))
 
 

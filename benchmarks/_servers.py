@@ -1,0 +1,145 @@
+"""The HTTP servers the receiver benchmarks drive: ``inbox serve`` with one Standard Webhooks
+source, and a no-op endpoint on the same uvicorn (the load driver's own ceiling).
+
+Each runs in a process of its own, as in production (the driver must not share its event
+loop or its core with the server it measures):
+
+    python -m benchmarks._servers noop PORT     # the no-op endpoint, until SIGTERM
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks._common import REPO, child_env
+from benchmarks._http_load import SECRET, SOURCE
+
+STOP_SECONDS = 30.0
+TOLERANCE_SECONDS = 3600
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server for {url} exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)  # not listening yet
+    raise RuntimeError(f"{url} never became healthy")
+
+
+def serve_config(db_url: str, port: int) -> str:
+    """inbox.toml for `inbox serve`: the database, the port, one standard-webhooks source."""
+    return (
+        f"[database]\nurl = {json.dumps(db_url)}\n"
+        f'[receiver]\nhost = "127.0.0.1"\nport = {port}\n'
+        f"[[sources]]\nname = {json.dumps(SOURCE)}\n"
+        f'verifier = "standard-webhooks"\nsecrets = [{json.dumps(SECRET)}]\n'
+        # The driver signs every request before its clock starts; a long run must not age
+        # them out of the replay window (its check costs the same either way).
+        f"tolerance_seconds = {TOLERANCE_SECONDS}\n"
+    )
+
+
+@contextlib.contextmanager
+def _running(cmd: list[str], log: Path, health: str) -> Iterator[None]:
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            cmd,
+            env=child_env(),
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C reaches the driver, which stops the server
+        )
+    try:
+        wait_healthy(health, proc)
+        yield
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def inbox_serve(db_url: str, logs: Path) -> Iterator[str]:
+    """Run `inbox serve` on ``db_url``; yield the source's webhook URL."""
+    port = free_port()
+    config = logs / f"serve-{port}.toml"
+    config.write_text(serve_config(db_url, port), encoding="utf-8")
+    cmd = [sys.executable, "-m", "inbox", "--config", str(config), "serve"]
+    with _running(cmd, logs / f"serve-{port}.log", f"http://127.0.0.1:{port}/healthz"):
+        yield f"http://127.0.0.1:{port}/webhooks/{SOURCE}"
+
+
+@contextlib.contextmanager
+def noop_endpoint(logs: Path) -> Iterator[str]:
+    """Run the no-op endpoint; yield its URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "benchmarks._servers", "noop", str(port)]
+    url = f"http://127.0.0.1:{port}/"
+    with _running(cmd, logs / f"noop-{port}.log", url):
+        yield url
+
+
+def run_noop(port: int) -> None:
+    """A no-op ASGI endpoint with `inbox serve`'s uvicorn settings: reads the body, says 200."""
+    import uvicorn
+
+    reply = b'{"status":"accepted"}'
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(reply)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": reply})
+
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["noop"] or len(sys.argv) != 3:
+        raise SystemExit("usage: python -m benchmarks._servers noop PORT")
+    run_noop(int(sys.argv[2]))

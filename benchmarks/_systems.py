@@ -1,0 +1,393 @@
+"""What the processing benchmarks drive: the systems (pg-inbox with a handler, or a peer's
+configuration), their worker processes, their databases and backlogs, and the timed drain.
+
+Shared by ``benchmarks.processing`` (figures 3-5) and ``benchmarks.storm`` (figure 6). The
+peers run from their own virtual environment through ``_peer_worker.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from benchmarks._apps import BUSINESS_TABLE_DDL
+from benchmarks._common import (
+    REPO,
+    child_env,
+    create_database,
+    drop_database,
+)
+from benchmarks.ingest import make_body, make_headers
+from inbox import _migrate
+
+PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
+DEFAULT_PEERS_PYTHON = "/work/peers-venv/bin/python"
+EVENT_TYPE = "invoice.paid"
+
+# --- the systems ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class System:
+    """One thing that drains a queue: pg-inbox with a handler, or a peer configuration."""
+
+    name: str  # inbox-noop | inbox-business | pgqueuer-psycopg | pgqueuer-asyncpg | procrastinate
+    batch_size: int = 0  # pgqueuer batch_size
+    concurrency: int = 1  # pg-inbox --concurrency; procrastinate concurrency; pgq max tasks
+
+    @property
+    def family(self) -> str:
+        return self.name.split("-")[0]
+
+    @property
+    def label(self) -> str:
+        if self.family == "inbox":
+            handler = "no-op" if self.name == "inbox-noop" else "1 business INSERT"
+            return f"pg-inbox, {handler} (--concurrency {self.concurrency})"
+        if self.family == "pgqueuer":
+            driver = self.name.split("-")[1]
+            limit = f", max_concurrent_tasks={self.concurrency}" if self.concurrency > 1 else ""
+            return f"PGQueuer {driver}, batch_size={self.batch_size}{limit}"
+        return f"procrastinate, concurrency={self.concurrency}"
+
+    @property
+    def short_label(self) -> str:
+        """A label that fits under a chart's bar."""
+        if self.family == "inbox":
+            return "pg-inbox no-op" if self.name == "inbox-noop" else "pg-inbox business"
+        if self.family == "pgqueuer":
+            return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}"
+        return f"procrastinate c={self.concurrency}"
+
+    @property
+    def remaining_sql(self) -> str:
+        if self.family == "inbox":
+            return "select count(*) from inbox_work"
+        if self.family == "pgqueuer":
+            return "select count(*) from pgqueuer"
+        return "select count(*) from procrastinate_jobs where status in ('todo', 'doing')"
+
+
+def parse_system(text: str) -> System:
+    """``name[:b=N][:c=N]``, e.g. ``pgqueuer-asyncpg:b=100`` or ``procrastinate:c=20``."""
+    name, *opts = text.split(":")
+    kwargs: dict[str, int] = {}
+    for opt in opts:
+        key, _, value = opt.partition("=")
+        kwargs[{"b": "batch_size", "c": "concurrency"}[key]] = int(value)
+    if name.startswith("pgqueuer"):
+        kwargs.setdefault("batch_size", 10)
+        kwargs.setdefault("concurrency", 0)
+    return System(name, **kwargs)
+
+
+@dataclass
+class Env:
+    server: str
+    templates: dict[str, str]  # family -> template database name
+    peers_python: str | None
+    poll: float
+    logs: Path
+
+
+def worker_command(env: Env, system: System, url: str, record: str | None = None) -> list[str]:
+    if system.family == "inbox":
+        app = {"inbox-noop": "noop", "inbox-business": "business"}.get(system.name, "noop")
+        if record:
+            app = "latency"
+        return [
+            sys.executable,
+            "-m",
+            "inbox",
+            "worker",
+            "--app",
+            f"benchmarks._apps:{app}",
+            "--concurrency",
+            str(system.concurrency),
+        ]
+    assert env.peers_python is not None
+    family, _, driver = system.name.partition("-")
+    cmd = [env.peers_python, str(PEER_SCRIPT), "work", family, url]
+    if family == "pgqueuer":
+        cmd += ["--driver", driver, "--batch-size", str(system.batch_size)]
+        if system.concurrency:
+            cmd += ["--concurrency", str(system.concurrency)]
+    else:
+        cmd += ["--concurrency", str(system.concurrency)]
+    if record:
+        cmd += ["--record", record]
+    return cmd
+
+
+def spawn(env: Env, cmd: list[str], url: str, tag: str, **extra: str) -> subprocess.Popen[bytes]:
+    # The child keeps its own copy of the log's descriptor; ours is closed at once.
+    with (env.logs / f"{tag}.log").open("ab") as log:
+        return subprocess.Popen(
+            cmd,
+            env=child_env(url, **extra),
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # our SIGINT is ours; the driver stops workers itself
+        )
+
+
+def stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 20.0) -> list[int]:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+    return codes
+
+
+def peer(env: Env, *args: str) -> None:
+    assert env.peers_python is not None
+    subprocess.run(
+        [env.peers_python, str(PEER_SCRIPT), *args],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
+
+
+# --- loading --------------------------------------------------------------------------------
+
+LOAD_BACKLOG = """
+with ev as (
+    insert into inbox_events (source, idempotency_key, event_type, headers, body, body_sha256)
+    select 'bench', %(tag)s || '-' || g, %(event_type)s, %(headers)s::jsonb, b.body,
+           sha256(b.body)
+    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+    order by g
+    returning id
+)
+insert into inbox_work (event_id) select id from ev
+"""
+
+LOAD_HISTORY = """
+with ev as (
+    insert into inbox_events
+        (source, idempotency_key, event_type, headers, body, body_sha256, received_at)
+    select 'history', 'h-' || g, %(event_type)s, '{}'::jsonb, b.body, sha256(b.body),
+           now() - interval '30 days' + g * interval '1 ms'
+    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+    order by g
+    returning id, received_at
+)
+insert into inbox_attempts
+    (event_id, attempt, started_at, finished_at, outcome, handler, worker)
+select id, 1, received_at, received_at + interval '2 ms', 'processed', 'bench.history',
+       'history:1/0'
+from ev
+"""
+
+
+def load_inbox_backlog(url: str, n: int, *, notify: bool = False) -> None:
+    import json
+
+    key = "evt_0000000000000000000000"
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            LOAD_BACKLOG,
+            {
+                "tag": f"b{random.getrandbits(32):08x}",
+                "n": n,
+                "event_type": EVENT_TYPE,
+                "headers": json.dumps(make_headers(key)),
+                "body": make_body(key),
+            },
+        )
+        if notify:
+            conn.execute("select pg_notify('inbox_work', '')")
+    analyze(url)
+
+
+def load_history(url: str, n: int) -> None:
+    body = make_body("h")[:200]
+    with psycopg.connect(url) as conn:
+        conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("vacuum analyze")
+
+
+def analyze(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("analyze")
+
+
+def load_backlog(env: Env, system: System, url: str, n: int) -> None:
+    if system.family == "inbox":
+        load_inbox_backlog(url, n)
+    else:
+        peer(env, "enqueue", system.family, url, str(n))
+        analyze(url)
+
+
+def remaining(conn: psycopg.Connection, system: System) -> int:  # type: ignore[type-arg]
+    row = conn.execute(system.remaining_sql).fetchone()  # type: ignore[arg-type]
+    return int(row[0]) if row else 0
+
+
+# --- the timed drain ---------------------------------------------------------------------
+
+
+@dataclass
+class Drain:
+    rate: float  # events/s from the first observed progress to empty
+    total: float  # seconds from spawning the workers to empty
+    startup: float  # seconds from spawning to the first observed progress
+    ok: bool
+    note: str = ""
+
+
+def drain(
+    env: Env,
+    system: System,
+    url: str,
+    backlog: int,
+    processes: int,
+    *,
+    timeout: float,
+    on_progress: Callable[[int, list[subprocess.Popen[bytes]]], None] | None = None,
+    tag: str = "drain",
+) -> Drain:
+    """Start the workers on a loaded backlog and time them to an empty queue."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        spawned = time.monotonic()
+        procs = [
+            spawn(env, worker_command(env, system, url), url, f"{tag}-{system.name}-{i}")
+            for i in range(processes)
+        ]
+        first_at: float | None = None
+        first_left = backlog
+        left = backlog
+        note = ""
+        try:
+            while True:
+                now = time.monotonic()
+                left = remaining(conn, system)
+                if on_progress is not None:
+                    on_progress(left, procs)
+                if first_at is None and left < backlog:
+                    first_at, first_left = now, left
+                if left == 0:
+                    break
+                if now - spawned > timeout or (first_at is None and now - spawned > 60):
+                    note = f"timeout with {left} left"
+                    break
+                dead = [p.returncode for p in procs if p.poll() is not None]
+                if dead:
+                    note = f"worker exited {dead}"
+                    break
+                time.sleep(env.poll)
+            done_at = time.monotonic()
+        finally:
+            codes = stop(procs)
+        if any(c not in (0, -signal.SIGTERM) for c in codes) and not note:
+            note = f"exit codes {codes}"
+    if first_at is None or left:
+        return Drain(0.0, done_at - spawned, 0.0, False, note or "no progress")
+    if first_left == 0:
+        # Drained between two polls: no rate can be timed (a backlog too small for --poll-ms).
+        note = note or "drained within one poll: backlog too small to time"
+        return Drain(0.0, done_at - spawned, first_at - spawned, False, note)
+    counted = first_left
+    span = max(done_at - first_at, 1e-6)
+    return Drain(counted / span, done_at - spawned, first_at - spawned, not note, note)
+
+
+def check_inbox_result(url: str, system: System, backlog: int) -> str:
+    if system.family != "inbox":
+        return ""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "select (select count(*) from inbox_attempts where outcome = 'processed'),"
+            " (select count(*) from bench_business)"
+        ).fetchone()
+    assert row is not None
+    attempts, business = int(row[0]), int(row[1])
+    wrong = []
+    if attempts != backlog:
+        wrong.append(f"attempts={attempts}")
+    if system.name == "inbox-business" and business != backlog:
+        wrong.append(f"business rows={business}")
+    return ", ".join(wrong)
+
+
+# --- templates and peers -------------------------------------------------------------------
+
+
+def peer_versions(peers_python: str | None) -> str:
+    if not peers_python:
+        return "peers not installed"
+    code = (
+        "import importlib.metadata as m;"
+        "print(', '.join(f'{p} {m.version(p)}' for p in"
+        " ('procrastinate', 'pgqueuer', 'psycopg', 'asyncpg')))"
+    )
+    done = subprocess.run([peers_python, "-c", code], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or done.stderr.strip()
+
+
+def make_templates(server: str, peers_python: str | None, families: set[str]) -> dict[str, str]:
+    templates: dict[str, str] = {}
+    tag = f"{random.getrandbits(32):08x}"
+    if "inbox" in families:
+        name = f"inbox_bench_tpl_{tag}"
+        url = create_database(server, name)
+        templates["inbox"] = name
+        _migrate.upgrade(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(BUSINESS_TABLE_DDL)  # type: ignore[arg-type]
+    for family in ("pgqueuer", "procrastinate"):
+        if family in families and peers_python:
+            name = f"inbox_bench_tpl_{family}_{tag}"
+            url = create_database(server, name)
+            templates[family] = name
+            subprocess.run(
+                [peers_python, str(PEER_SCRIPT), "install", family, url],
+                check=True,
+                capture_output=True,
+            )
+    return templates
+
+
+@contextlib.contextmanager
+def templates_of(
+    server: str, peers_python: str | None, families: set[str]
+) -> Iterator[dict[str, str]]:
+    templates = make_templates(server, peers_python, families)
+    try:
+        yield templates
+    finally:
+        for name in templates.values():
+            drop_database(server, name)
+
+
+def default_peers_python() -> str | None:
+    found = os.environ.get("INBOX_BENCH_PEERS_PYTHON")
+    if found is None and Path(DEFAULT_PEERS_PYTHON).exists():
+        found = DEFAULT_PEERS_PYTHON
+    return found
+
+
+def named_systems(text: str, peers_python: str | None) -> list[System]:
+    """The systems named; a peer's only when the peers' environment is there."""
+    out = [parse_system(s) for s in text.split(",") if s.strip()]
+    return [s for s in out if s.family == "inbox" or peers_python]

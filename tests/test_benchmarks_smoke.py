@@ -1,0 +1,41 @@
+"""The duplicate-storm benchmark at a smoke size: real `inbox serve` and `inbox worker`
+processes, concurrent signed duplicates over HTTP, and an exact account in the database.
+
+Only pg-inbox's own parts run here (the peers of the other benchmarks are not installed in
+CI). Timings are printed by the benchmark, never asserted.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from benchmarks import storm
+from benchmarks._apps import BUSINESS_TABLE_DDL
+
+pytestmark = pytest.mark.slow
+
+KEYS, COPIES = 20, 5
+
+
+def test_a_storm_of_duplicates_is_processed_exactly_once(db_url: str, tmp_path: Path) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute(BUSINESS_TABLE_DDL)  # type: ignore[arg-type]
+
+    run = storm.run_once(
+        db_url, keys=KEYS, copies=COPIES, concurrency=16, logs=tmp_path, timeout=30
+    )
+
+    account = run.account
+    assert (account.events, account.processed, account.business) == (KEYS, KEYS, KEYS)
+    assert account.work_left == 0
+    assert account.other_attempts == 0
+    assert account.deliveries == KEYS * (COPIES - 1)
+    assert run.outcomes == collections.Counter(
+        {"2xx accepted": KEYS, "2xx duplicate": KEYS * (COPIES - 1)}
+    )
+    assert run.exactly_once
+    assert run.mismatches() == []
