@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
@@ -18,6 +18,7 @@ from inbox._sql import load_queries
 __all__ = [
     "NotifyCoalescer",
     "WriteResult",
+    "group_params",
     "owned_pool_options",
     "prepare_write",
     "read_result",
@@ -33,6 +34,7 @@ MAX_WRITE_ROUNDS = 3
 
 QUERIES = load_queries("inbox.sql", "queries.sql")
 INSERT_EVENT: LiteralString = QUERIES["insert_event"]
+INSERT_EVENTS: LiteralString = QUERIES["insert_events"]
 RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
 PING: LiteralString = QUERIES["ping"]
@@ -132,6 +134,19 @@ def prepare_write(
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
         "notify": notify_in_transaction,
+    }
+
+
+def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The parameters of ``insert_events`` for several prepared writes, in their order."""
+    return {
+        "sources": [w["source"] for w in writes],
+        "keys": [w["key"] for w in writes],
+        "event_types": [w["event_type"] for w in writes],
+        "verifiers": [w["verifier"] for w in writes],
+        "headers": [w["headers"] for w in writes],
+        "bodies": [w["body"] for w in writes],
+        "body_sha256s": [w["body_sha256"] for w in writes],
     }
 
 

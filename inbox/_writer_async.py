@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from inbox._db import translate_driver_errors
 from inbox._errors import InboxError
+from inbox._write_groups import WriteGroups
 from inbox._write_plan import (
     MAX_WRITE_ROUNDS,
     NOTIFY_WORK,
@@ -74,6 +75,13 @@ class AsyncInboxWriter:
         self._coalescer = NotifyCoalescer(notify_interval_seconds)
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Standalone writes are group-committed. A few group statements in flight keep the
+        # server busy; more only shrink the groups (measured with 16 and 64 writers on 2
+        # cores: 4 in flight beat 1, 8 and 16); the other connections serve the writes that
+        # go singly (duplicates, failures).
+        self._groups = WriteGroups(
+            pool, self._write_one, max_in_flight=max(1, min(4, pool.max_size // 2))
+        )
 
     async def open(self) -> None:
         if not self._opened:
@@ -109,10 +117,10 @@ class AsyncInboxWriter:
                 result = await self._run(conn, params)
             else:
                 await self.open()
-                async with self._pool.connection() as own:
-                    result = await self._run(own, params)
-                    if not own.autocommit:
-                        await own.commit()
+                if params["notify"]:
+                    result = await self._write_one(params)
+                else:
+                    result = await self._groups.write(params)
         if result.is_new and not params["notify"] and not in_callers_txn and self._notify != "off":
             await self._after_commit()
         return result
@@ -127,9 +135,15 @@ class AsyncInboxWriter:
             async with self._pool.connection() as conn:
                 await conn.execute(PING)
 
-    async def _run(
-        self, conn: psycopg.AsyncConnection[Any], params: dict[str, object]
-    ) -> WriteResult:
+    async def _write_one(self, params: dict[str, Any]) -> WriteResult:
+        """One write on a connection of its own, committed."""
+        async with self._pool.connection() as own:
+            result = await self._run(own, params)
+            if not own.autocommit:
+                await own.commit()
+        return result
+
+    async def _run(self, conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> WriteResult:
         for round_no in range(MAX_WRITE_ROUNDS):
             # The caller's connection may have any row factory; ours reads tuples.
             cursor = conn.cursor(row_factory=tuple_row)
@@ -170,6 +184,7 @@ class AsyncInboxWriter:
         trailing, self._trailing = self._trailing, None
         if trailing is not None:
             trailing.cancel()
+        await self._groups.drain()
         await self._send_trailing()  # a no-op unless a trailing notify is still owed
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)

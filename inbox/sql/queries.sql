@@ -40,6 +40,44 @@ left join lateral (select pg_notify('inbox_work', '') where %(notify)s::boolean)
 union all
 select id, false as is_new from known
 
+-- name: insert_events
+-- Group commit: the new events of several concurrent writes in one statement and one
+-- commit. Each input row comes back with its event id when this statement inserted it, or
+-- with a null id when its key was already taken: that write then goes the single way
+-- (insert_event), which records the delivery. The caller sends each (source, key) at most
+-- once per group. Rows go in key order, so two groups that share keys wait on each other
+-- in the same order instead of deadlocking.
+with input as (
+    select *
+    from unnest(
+        %(sources)s::text[],
+        %(keys)s::text[],
+        %(event_types)s::text[],
+        %(verifiers)s::text[],
+        %(headers)s::jsonb[],
+        %(bodies)s::bytea[],
+        %(body_sha256s)s::bytea[]
+    ) with ordinality
+        as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256, n)
+),
+inserted as (
+    insert into inbox_events
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+    select source, idempotency_key, event_type, verifier, headers, body, body_sha256
+    from input
+    order by source, idempotency_key
+    on conflict (source, idempotency_key) do nothing
+    returning id, source, idempotency_key
+),
+queued as (
+    insert into inbox_work (event_id)
+    select id from inserted
+)
+select input.n, inserted.id
+from input
+left join inserted using (source, idempotency_key)
+order by input.n
+
 -- name: record_duplicate
 -- The second step for a key that a concurrent writer committed while insert_event waited.
 with known as (

@@ -1,0 +1,148 @@
+"""Group commit in AsyncInboxWriter: concurrent writes share statements, and each still gets
+its own, exact result."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+from inbox import AsyncInboxWriter, DatabaseUnavailableError, WriteResult
+from tests._wait import await_for, scalar
+
+
+def _one(url: str, query: str) -> object:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(query).fetchone()  # type: ignore[arg-type]
+        assert row is not None
+        return row[0]
+
+
+def _write_all(url: str, writes: list[tuple[str, str, bytes]], pool: int) -> list[WriteResult]:
+    async def run() -> list[WriteResult]:
+        async with AsyncInboxWriter(url, min_size=pool, max_size=pool) as writer:
+            start = asyncio.Event()
+
+            async def deliver(source: str, key: str, body: bytes) -> WriteResult:
+                await start.wait()
+                return await writer.write(source, key, body, event_type="order.paid")
+
+            tasks = [asyncio.create_task(deliver(*w)) for w in writes]
+            start.set()
+            return await asyncio.gather(*tasks)
+
+    return asyncio.run(run())
+
+
+def test_concurrent_new_writes_share_commits_and_each_gets_its_own_event(db_url: str) -> None:
+    writes = [("shop", f"key-{n}", f'{{"n": {n}}}'.encode()) for n in range(300)]
+    results = _write_all(db_url, writes, pool=8)
+
+    assert all(r.is_new for r in results)
+    assert len({r.event_id for r in results}) == 300
+    with psycopg.connect(db_url) as conn:
+        stored = dict(
+            conn.execute("select idempotency_key, id from inbox_events").fetchall()  # type: ignore[arg-type]
+        )
+    assert stored == {key: r.event_id for (_, key, _), r in zip(writes, results, strict=True)}
+    assert _one(db_url, "select count(*) from inbox_work") == 300
+    # Rows written by one transaction share its xmin: fewer transactions than writes.
+    transactions = _one(db_url, "select count(distinct xmin::text) from inbox_events")
+    assert isinstance(transactions, int)
+    assert transactions < 300
+
+
+def test_duplicates_in_a_group_and_of_older_events_are_recorded_as_deliveries(
+    db_url: str,
+) -> None:
+    [earlier] = _write_all(db_url, [("shop", "old", b"first")], pool=2)
+    writes = [
+        ("shop", "old", b"first"),  # a duplicate of a committed event
+        *[("shop", "twice", b"same")] * 5,  # one key five times in the queue
+        ("shop", "fresh", b"new"),
+        ("till", "twice", b"other source"),  # same key, other source: its own event
+    ]
+    results = _write_all(db_url, writes, pool=4)
+
+    assert results[0] == WriteResult(event_id=earlier.event_id, is_new=False)
+    twice = results[1:6]
+    assert sum(r.is_new for r in twice) == 1
+    assert len({r.event_id for r in twice}) == 1
+    assert results[6].is_new
+    assert results[7].is_new
+    assert len({twice[0].event_id, results[6].event_id, results[7].event_id}) == 3
+    assert _one(db_url, "select count(*) from inbox_events") == 4
+    assert _one(db_url, "select count(*) from inbox_work") == 4
+    assert _one(db_url, "select count(*) from inbox_deliveries") == 1 + 4
+
+
+def test_every_queued_write_meets_the_outage(unused_tcp_port: int) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres?connect_timeout=1"
+
+    async def run() -> list[BaseException | WriteResult]:
+        async with AsyncInboxWriter(url, min_size=0, max_size=4, timeout_seconds=1) as writer:
+            return await asyncio.gather(
+                *(writer.write("shop", f"key-{n}", b"{}") for n in range(10)),
+                return_exceptions=True,
+            )
+
+    outcomes = asyncio.run(run())
+    assert len(outcomes) == 10
+    for n, outcome in enumerate(outcomes):
+        assert isinstance(outcome, DatabaseUnavailableError), outcome
+        assert f"key-{n}" in str(outcome)
+
+
+@pytest.mark.parametrize("pool", [1, 2])
+def test_a_small_pool_still_groups_and_finishes(db_url: str, pool: int) -> None:
+    writes = [("shop", f"k{n % 40}", b"x") for n in range(120)]  # every key three times
+    results = _write_all(db_url, writes, pool=pool)
+    assert sum(r.is_new for r in results) == 40
+    assert _one(db_url, "select count(*) from inbox_events") == 40
+    assert _one(db_url, "select count(*) from inbox_deliveries") == 80
+
+
+def test_groups_sharing_keys_in_opposite_orders_do_not_deadlock(db_url: str) -> None:
+    # Two writers (two queues) send the same keys as one group each, in opposite arrival
+    # orders: a storm of duplicates reaching two receiver processes. A third session holds
+    # the middle key uncommitted, so both groups are mid-statement, holding what they have
+    # inserted, when it lets go. Rows inserted in arrival order would then deadlock.
+    keys = [f"k{n:02d}" for n in range(30)]
+    lock_waits = (
+        "select count(*) from pg_stat_activity where datname = current_database()"
+        " and wait_event_type = 'Lock' and application_name = 'pg-inbox writer'"
+    )
+
+    async def run() -> list[list[WriteResult]]:
+        blocker = await psycopg.AsyncConnection.connect(db_url)
+        await blocker.execute(
+            "insert into inbox_events (source, idempotency_key, headers, body, body_sha256)"
+            " values ('shop', 'k15', '{}', '', sha256(''))"
+        )
+        # A pool of 2 carries one group at a time: the first write goes alone, the other
+        # 29 queue behind it and form one group.
+        async with (
+            AsyncInboxWriter(db_url, min_size=2, max_size=2) as forward,
+            AsyncInboxWriter(db_url, min_size=2, max_size=2) as backward,
+        ):
+            tasks = [
+                [asyncio.create_task(forward.write("shop", k, b"x")) for k in keys],
+                [asyncio.create_task(backward.write("shop", k, b"x")) for k in reversed(keys)],
+            ]
+            await await_for(
+                lambda: scalar(db_url, lock_waits) == 2, within=20, what="both groups waiting"
+            )
+            await blocker.rollback()
+            await blocker.close()
+            return [await asyncio.gather(*t) for t in tasks]
+
+    forward, backward = asyncio.run(run())
+    assert sum(r.is_new for r in forward + backward) == 30
+    assert {r.event_id for r in forward} == {r.event_id for r in backward}
+    assert _one(db_url, "select count(*) from inbox_events") == 30
+    scalar(db_url, "select pg_stat_force_next_flush()")
+    deadlocks = scalar(
+        db_url, "select deadlocks from pg_stat_database where datname = current_database()"
+    )
+    assert deadlocks == 0
