@@ -31,8 +31,12 @@ from benchmarks._systems import (
     worker_command,
 )
 
+# The claim measured: a full batch, as a worker takes it (processors._worker.MAX_BATCH).
+CLAIM_SIZE = 64
+
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
+    from processors._batch import BATCH_SAVEPOINT
     from processors._store import CLAIM_BATCH, WorkStore
 
     store = WorkStore()
@@ -40,14 +44,17 @@ async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]
     async with await psycopg.AsyncConnection.connect(url) as conn:
         for _ in range(reps):
             t0 = time.perf_counter()
-            # As a worker's claim loop 0 does: look for a suspect, then claim a batch.
-            batch = await store.claim_suspect(conn) or await store.claim_batch(conn, 100)
+            # As a worker's claim loop 0 does: claim a batch, look for a suspect and take
+            # the batch's savepoint, in one round trip.
+            claim = await store.claim_batch(
+                conn, CLAIM_SIZE, look_for_suspect=True, then=BATCH_SAVEPOINT
+            )
             times.append((time.perf_counter() - t0) * 1000)
-            assert len(batch) == 100, len(batch)
+            assert len(claim.batch) == CLAIM_SIZE, len(claim.batch)
             await conn.rollback()
         cur = await conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH,  # type: ignore[operator]
-            {"batch_size": 100},
+            {"batch_size": CLAIM_SIZE},
         )
         row = await cur.fetchone()
         await conn.rollback()
@@ -180,8 +187,9 @@ def render_scale(rows: list[ScaleRow], rss: RssResult | None, backlog: int, runs
             f"History loaded set-based (one inbox_events row with a 200-byte body + one"
             f" inbox_attempts row per event, then VACUUM ANALYZE); a {backlog:,}-event backlog on"
             f" top; {runs} run(s). Claim = what a worker's claim loop 0 runs: the"
-            " product's WorkStore.claim_suspect, then claim_batch of 100 events, timed from the"
-            " client, rolled back, median of the repetitions; the server figure is EXPLAIN"
+            f" product's WorkStore.claim_batch of {CLAIM_SIZE} events with its suspect check and"
+            " savepoint, timed from the client, rolled back, median of the repetitions; the"
+            " server figure is EXPLAIN"
             " ANALYZE of claim_batch.",
             "",
         ]

@@ -35,8 +35,8 @@ not counted.
 
 **Scale.** With 1,000 vs 1,000,000 rows of history (inbox_events + one inbox_attempts row
 each, loaded set-based), a backlog of --scale-backlog events: the claim's latency (the
-product's ``WorkStore.claim_suspect`` then ``claim_batch`` of 100 events, timed from the
-client, rolled back; and the server's EXPLAIN ANALYZE execution time of ``claim_batch``),
+product's ``WorkStore.claim_batch`` of 64 events with its suspect check and savepoint, timed
+from the client, rolled back; and the server's EXPLAIN ANALYZE execution time of ``claim_batch``),
 then one worker's drain rate.
 Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after draining
 --rss-events events.

@@ -40,7 +40,7 @@ from processors._event import Event
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
 
-__all__ = ["BatchRunner", "SavepointMode"]
+__all__ = ["BATCH_SAVEPOINT", "BatchRunner", "SavepointMode"]
 
 log = structlog.get_logger("processors.worker")
 
@@ -98,14 +98,17 @@ class BatchRunner:
         *,
         should_stop: Callable[[], bool],
         deadline: float,
+        batch_savepoint_taken: bool = False,
     ) -> list[Decision]:
         """Run each event's handler; events not started by ``deadline`` (monotonic) or after
-        a stop request are released unrun, so one slow batch cannot hold its locks long."""
+        a stop request are released unrun, so one slow batch cannot hold its locks long.
+        ``batch_savepoint_taken``: the claim already ran ``BATCH_SAVEPOINT``."""
         decisions: list[Decision | None] = [None] * len(batch)
         self._event_savepoint_taken = False
         if self._savepoints == "batch":
             try:
-                await conn.execute(BATCH_SAVEPOINT)
+                if not batch_savepoint_taken:
+                    await conn.execute(BATCH_SAVEPOINT)
                 await self._run_all(
                     conn, sync_conn, batch, decisions, should_stop, deadline, shared=True
                 )

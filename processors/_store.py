@@ -14,7 +14,7 @@ from inbox._sql import load_queries
 from processors._decide import Claimed, Decision
 from processors._event import Event
 
-__all__ = ["ClaimedEvent", "SessionLimits", "WorkStore"]
+__all__ = ["Claim", "ClaimedEvent", "SessionLimits", "WorkStore"]
 
 QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
@@ -30,6 +30,15 @@ AsyncConn = psycopg.AsyncConnection[Any]
 class ClaimedEvent:
     claimed: Claimed
     event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claimed batch, and whether a suspect was found waiting (the caller then gives the
+    batch up: a suspect runs with the process to itself)."""
+
+    batch: list[ClaimedEvent]
+    suspect_waiting: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +104,28 @@ class WorkStore:
         await cursor.execute(CLAIM_SUSPECT)
         return [_claimed_event(row) for row in await cursor.fetchall()]
 
-    async def claim_batch(self, conn: AsyncConn, batch_size: int) -> list[ClaimedEvent]:
+    async def claim_batch(
+        self,
+        conn: AsyncConn,
+        batch_size: int,
+        *,
+        look_for_suspect: bool,
+        then: LiteralString | None = None,
+    ) -> Claim:
         """Open the claim transaction and lock up to ``batch_size`` due events that are not
-        suspects."""
-        cursor = conn.cursor(row_factory=tuple_row)
-        await cursor.execute(CLAIM_BATCH, {"batch_size": batch_size})
-        return [_claimed_event(row) for row in await cursor.fetchall()]
+        suspects; in the same round trip, look for a suspect and run ``then`` (the batch's
+        savepoint), so a woken worker reaches its first handler sooner."""
+        async with conn.pipeline():
+            suspects = conn.cursor(row_factory=tuple_row)
+            if look_for_suspect:
+                await suspects.execute(CLAIM_SUSPECT)
+            cursor = conn.cursor(row_factory=tuple_row)
+            await cursor.execute(CLAIM_BATCH, {"batch_size": batch_size})
+            if then is not None:
+                await conn.execute(then)
+            rows = await cursor.fetchall()
+            suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
+        return Claim(batch=[_claimed_event(row) for row in rows], suspect_waiting=suspect_waiting)
 
     async def count_claims(
         self, side_conn: AsyncConn, event_ids: Sequence[int], worker: str

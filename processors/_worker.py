@@ -20,7 +20,7 @@ import psycopg
 import structlog
 
 from inbox._settings import WorkerSettings
-from processors._batch import BatchRunner
+from processors._batch import BATCH_SAVEPOINT, BatchRunner
 from processors._decide import Policy
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
@@ -261,16 +261,25 @@ class Worker:
     ) -> int:
         assert self._gate is not None
         started = time.monotonic()
-        # Claim loop 0 of each process looks after suspects: one at a time, with the process
-        # to itself (see _gate), so a poison pill's crashes are charged to it alone.
-        if n == 0 and await self._store.claim_suspect(conn):
-            await conn.rollback()  # claimed again once this process's batches are done
-            async with self._gate.suspect():
-                batch = await self._store.claim_suspect(conn)
-                return await self._run_claimed(conn, side, sync_view, worker, batch, started)
+        shared_savepoint = self._settings.savepoints == "batch"
         async with self._gate.batch():
-            batch = await self._store.claim_batch(conn, self._batch_size)
-            return await self._run_claimed(conn, side, sync_view, worker, batch, started)
+            # Claim loop 0 of each process also looks for suspects, in the same round trip.
+            claim = await self._store.claim_batch(
+                conn,
+                self._batch_size,
+                look_for_suspect=n == 0,
+                then=BATCH_SAVEPOINT if shared_savepoint else None,
+            )
+            if not claim.suspect_waiting:
+                return await self._run_claimed(
+                    conn, side, sync_view, worker, claim.batch, started, shared_savepoint
+                )
+            await conn.rollback()
+        # A suspect runs one at a time, with the process to itself (see _gate), so a poison
+        # pill's crashes are charged to it alone.
+        async with self._gate.suspect():
+            batch = await self._store.claim_suspect(conn)
+            return await self._run_claimed(conn, side, sync_view, worker, batch, started, False)
 
     async def _run_claimed(
         self,
@@ -280,6 +289,7 @@ class Worker:
         worker: str,
         batch: list[ClaimedEvent],
         started: float,
+        batch_savepoint_taken: bool,
     ) -> int:
         if not batch:
             await conn.rollback()
@@ -300,6 +310,7 @@ class Worker:
             batch,
             should_stop=lambda: self._stopping,
             deadline=started + self._settings.handler_timeout_seconds,
+            batch_savepoint_taken=batch_savepoint_taken,
         )
         await self._store.settle(conn, decisions, worker)
         try:
