@@ -64,7 +64,8 @@ class System:
     def short_label(self) -> str:
         """A label that fits under a chart's bar."""
         if self.family == "inbox":
-            return "pg-inbox no-op" if self.name == "inbox-noop" else "pg-inbox business"
+            kind = "no-op" if self.name == "inbox-noop" else "business"
+            return f"pg-inbox {kind} c={self.concurrency}"
         if self.family == "pgqueuer":
             return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}"
         return f"procrastinate c={self.concurrency}"
