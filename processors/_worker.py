@@ -32,10 +32,11 @@ __all__ = ["Worker"]
 
 log = structlog.get_logger("processors.worker")
 
-# A batch is one transaction and each handler a subtransaction. PostgreSQL caches 64
-# subtransaction ids per transaction (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction
-# "overflows" and every session's snapshots must consult pg_subtrans, slowing the whole
-# server. Released savepoints still count, so a batch never holds more than 64 events.
+# A batch is one transaction; after a handler fails (and always with savepoints = "event")
+# each handler is a subtransaction. PostgreSQL caches 64 subtransaction ids per transaction
+# (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction "overflows" and every session's
+# snapshots must consult pg_subtrans, slowing the whole server. Released savepoints still
+# count, so a batch never holds more than 64 events.
 MAX_BATCH = 64
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
