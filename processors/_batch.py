@@ -118,15 +118,24 @@ class BatchRunner:
                 await conn.execute(UNDO_BATCH)
                 # Decisions taken without running a handler stand; handlers that ran lost
                 # their writes with the savepoint and run again, isolated this time.
+                undone_seconds = 0.0
                 for i, decision in enumerate(decisions):
                     if decision is not None and decision.handler is not None:
+                        undone_seconds += (
+                            decision.finished_at - decision.started_at
+                        ).total_seconds()
                         decisions[i] = None
                 decisions[undo.index] = undo.decision
+                # A failure can come at or past the batch's deadline (a handler that timed
+                # out always does): the events it undid get the time they took once more,
+                # twice over, up to one handler timeout, instead of being released unrun.
+                rerun_budget = min(self._timeout, 2 * undone_seconds + 1.0)
+                deadline = max(deadline, time.monotonic() + rerun_budget)
                 log.info(
                     "batch_rerun_isolated",
                     worker=self._worker,
                     failed_event_id=undo.decision.event_id,
-                    events=sum(d is None for d in decisions),
+                    undone_seconds=round(undone_seconds, 3),
                 )
         await self._run_all(conn, sync_conn, batch, decisions, should_stop, deadline, shared=False)
         return [d for d in decisions if d is not None]
@@ -146,10 +155,15 @@ class BatchRunner:
         for i, item in enumerate(batch):
             if decisions[i] is not None:
                 continue
-            if should_stop() or time.monotonic() > deadline:
-                decisions[i] = decide_released(item.claimed, now=_now())
-                continue
-            decisions[i] = await self._run_one(conn, sync_conn, item, i, shared=shared)
+            claimed = item.claimed
+            if claimed.crashes >= self._policy.max_crashes:
+                # Before the deadline check: a poison pill is never released to crash again.
+                self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
+                decisions[i] = decide_crashed(claimed, now=_now())
+            elif should_stop() or time.monotonic() > deadline:
+                decisions[i] = decide_released(claimed, now=_now())
+            else:
+                decisions[i] = await self._run_one(conn, sync_conn, item, i, shared=shared)
 
     async def _run_one(
         self,
@@ -161,10 +175,6 @@ class BatchRunner:
         shared: bool,
     ) -> Decision:
         claimed, event = item.claimed, item.event
-        if claimed.crashes >= self._policy.max_crashes:
-            self._bound(event).error("event_crashed_dead", crashes=claimed.crashes)
-            return decide_crashed(claimed, now=_now())
-
         route = self._router.resolve(event.source, event.type)
         if route is None:
             reason = f"no handler routed for source {event.source!r}, type {event.type!r}"
@@ -277,10 +287,17 @@ class BatchRunner:
         # A thread cannot be cancelled: at the deadline, cancel its query on the server
         # (the usual way a sync handler hangs) and report the attempt as timed out.
         timed_out = threading.Event()
+        # Held while the cancel is sent, and taken when the handler is done: a cancel that
+        # fires late must never land on the next statement (another event's, or the undo).
+        handler_running = threading.Lock()
+        finished = False
 
         def on_deadline() -> None:
-            timed_out.set()
-            sync_conn.cancel_safe()
+            with handler_running:
+                if finished:
+                    return
+                timed_out.set()
+                sync_conn.cancel_safe()
 
         timer = threading.Timer(timeout, on_deadline)
         timer.daemon = True
@@ -293,5 +310,7 @@ class BatchRunner:
             raise
         finally:
             timer.cancel()
+            with handler_running:
+                finished = True
         if timed_out.is_set():
             raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s")

@@ -78,9 +78,20 @@ def backoff_seconds(failures: int, base: float, cap: float, rng: random.Random) 
     return rng.uniform(0.0, ceiling)
 
 
+def _storable(text: str) -> str:
+    """``text`` as PostgreSQL text can hold it: no NUL, no lone surrogate (say, from a file
+    name that was not UTF-8). A message the settle could not store would roll the whole
+    batch back and charge every event in it with a crash."""
+    escaped = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace")
+    return escaped.decode("utf-8")[:MAX_ERROR_MESSAGE]
+
+
 def _message(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text[:MAX_ERROR_MESSAGE]
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a handler's exception with a broken __str__
+        text = ""
+    return _storable(text or type(exc).__name__)
 
 
 def decide(
@@ -123,7 +134,12 @@ def decide(
     if isinstance(error, Retry):
         # Not a failure: the stored count stays, so Retry never leads to a dead letter.
         return make(
-            "retry", "pending", claimed.attempts, error.after, "Retry", error.reason or None
+            "retry",
+            "pending",
+            claimed.attempts,
+            error.after,
+            "Retry",
+            _storable(error.reason) if error.reason else None,
         )
     error_class = type(error).__name__
     if this_attempt >= policy.max_attempts:

@@ -101,7 +101,9 @@ class Worker:
         self._limits = SessionLimits(
             statement_timeout_ms=timeout_ms + 1000,
             idle_in_transaction_timeout_ms=timeout_ms + 10_000,
-            transaction_timeout_ms=2 * timeout_ms + 30_000,
+            # A batch runs for its deadline plus the last handler started before it, and a
+            # failure's re-run pass gets up to as long again: four handler timeouts.
+            transaction_timeout_ms=4 * timeout_ms + 30_000,
         )
 
     def request_stop(self) -> None:
@@ -261,7 +263,6 @@ class Worker:
         n: int,
     ) -> int:
         assert self._gate is not None
-        started = time.monotonic()
         shared_savepoint = self._settings.savepoints == "batch"
         async with self._gate.batch():
             # Claim loop 0 of each process also looks for suspects, in the same round trip.
@@ -273,14 +274,14 @@ class Worker:
             )
             if not claim.suspect_waiting:
                 return await self._run_claimed(
-                    conn, side, sync_view, worker, claim.batch, started, shared_savepoint
+                    conn, side, sync_view, worker, claim.batch, shared_savepoint
                 )
             await conn.rollback()
         # A suspect runs one at a time, with the process to itself (see _gate), so a poison
         # pill's crashes are charged to it alone.
         async with self._gate.suspect():
             batch = await self._store.claim_suspect(conn)
-            return await self._run_claimed(conn, side, sync_view, worker, batch, started, False)
+            return await self._run_claimed(conn, side, sync_view, worker, batch, False)
 
     async def _run_claimed(
         self,
@@ -289,9 +290,11 @@ class Worker:
         sync_view: psycopg.Connection[Any],
         worker: str,
         batch: list[ClaimedEvent],
-        started: float,
         batch_savepoint_taken: bool,
     ) -> int:
+        # The batch's time budget starts once its locks are held, not before the waits at
+        # the gate: a suspect that waited for other batches must not be released unrun.
+        started = time.monotonic()
         if not batch:
             await conn.rollback()
             return 0

@@ -45,6 +45,7 @@ on conflict (event_id) do update
 -- Everything a batch decided, in one statement of the claim transaction: processed and
 -- skipped events leave the work table, failures are rescheduled or dead-lettered, every
 -- outcome is appended to the history, and the claim counters of settled events are reset.
+-- Released events (claimed, not run) go back to the queue as they were.
 with outcome as (
     select *
     from unnest(
@@ -80,6 +81,15 @@ unclaimed as (
     delete from inbox_claims c
     using outcome o
     where c.event_id = o.event_id
+      and (o.outcome <> 'released' or c.claims <= 1)
+),
+-- A suspect released unrun (shutdown) takes back only this claim's count: the crashes it
+-- caused before stay on record, so a poison pill cannot shed them by being released.
+unclaimed_released as (
+    update inbox_claims c
+    set claims = c.claims - 1
+    from outcome o
+    where c.event_id = o.event_id and o.outcome = 'released' and c.claims > 1
 )
 insert into inbox_attempts
     (event_id, attempt, started_at, finished_at, outcome, handler, worker,

@@ -136,3 +136,48 @@ def test_a_batch_without_failures_runs_each_handler_once(db_url: str) -> None:
     )
     assert scalar(db_url, "select count(*) from payments") == FAILING
     assert calls == Counter(range(FAILING))
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
+    db_url: str, kind: str
+) -> None:
+    # A handler that times out always ends past the batch's deadline. The events that ran
+    # before it lost their writes with the shared savepoint; they must run again in this
+    # batch, not be released unrun to wait for the next one.
+    create_business_table(db_url)
+    ids = write_events(db_url, 6)
+    slow = 3
+    router = Router()
+
+    if kind == "async":
+
+        @router.on("shop")
+        async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+            if event.json()["n"] == slow:
+                await conn.execute("select pg_sleep(30)")
+            await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    else:
+
+        @router.on("shop")
+        def pay_sync(event: Event, conn: psycopg.Connection[Any]) -> None:
+            if event.json()["n"] == slow:
+                conn.execute("select pg_sleep(30)")
+            conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    metrics = run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 6,
+        worker_settings=settings(savepoints="batch", handler_timeout_seconds=0.5, **NO_RETRY_SOON),
+    )
+
+    outcomes = _outcomes(db_url)
+    assert outcomes.pop(ids[slow]) == [("failed", "HandlerTimeoutError")]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != ids[slow]}
+    assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"}) in (
+        None,
+        0.0,
+    )
+    assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0

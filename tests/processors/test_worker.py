@@ -358,3 +358,30 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
     outcomes = scalar(db_url, "select array_agg(distinct outcome) from inbox_attempts")
     assert outcomes == ["processed"]
     assert scalar(db_url, "select count(*) from payments") == 80
+
+
+def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(db_url: str) -> None:
+    # A NUL, or a lone surrogate from a file name that was not UTF-8: stored as is, either
+    # would fail the settle, roll the batch back and charge every event with a crash.
+    create_business_table(db_url)
+    ids = write_events(db_url, 3)
+    router = Router()
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        if event.id == ids[1]:
+            raise OSError("cannot open b'\x00' at /data/caf\udce9.csv")
+        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    run_worker_until(
+        db_url,
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 3,
+        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
+    )
+    message = scalar(
+        db_url, "select error_message from inbox_attempts where event_id = %s", [ids[1]]
+    )
+    assert message == "cannot open b'\\x00' at /data/caf\\udce9.csv"
+    assert scalar(db_url, "select count(*) from payments") == 2
+    assert scalar(db_url, "select count(*) from inbox_claims") == 0
