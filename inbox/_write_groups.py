@@ -6,7 +6,8 @@ statement and one commit. So an idle writer sends a write at once, and a busy on
 many round trips and WAL flushes into few. Each write still gets its own result: a write
 whose key was already taken (a duplicate), or whose key appears twice in the queue, goes the
 single way afterwards, which records the delivery; if the group statement fails, each of
-its writes goes the single way and meets its own outcome.
+its writes goes the single way and meets its own outcome. When the outcome is unknown (the
+connection broke), every write of the group gets the error, as a single write would.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+import structlog
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
-from inbox._write_plan import INSERT_EVENTS, WriteResult, group_params
+from inbox._write_plan import GROUP_LOCK_TIMEOUT, INSERT_EVENTS, WriteResult, group_params
 
 __all__ = ["MAX_GROUP", "WriteGroups"]
+
+log = structlog.get_logger("inbox.writer")
 
 # Rows per statement: past a few dozen, a larger group saves little and holds its writers'
 # acknowledgements longer.
@@ -89,29 +94,49 @@ class WriteGroups:
 
     async def _run(self, group: list[_Queued], later: list[_Queued]) -> None:
         try:
-            single = later
-            if len(group) == 1:
-                single = group + later
-            else:
-                single = [*await self._insert_group(group), *later]
+            single = await self._send(group, later)
             await asyncio.gather(*(self._run_single(queued) for queued in single))
+        except BaseException as exc:
+            # Whatever happened, no caller is left waiting: the connection broke with the
+            # outcome unknown (each caller gets the error; the provider's retry will find
+            # the event if it was committed), or the writer is being torn down.
+            for queued in (*group, *later):
+                if queued.future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    queued.future.set_exception(exc)
+                else:
+                    queued.future.cancel()
+            if not isinstance(exc, Exception):
+                raise
+
+    async def _send(self, group: list[_Queued], later: list[_Queued]) -> list[_Queued]:
+        """Send the group; return the writes that go singly. The slot is free again before
+        they go, so a storm of duplicates cannot hold every slot."""
+        try:
+            if len(group) == 1:
+                return [*group, *later]
+            return [*await self._insert_group(group), *later]
         finally:
             self._in_flight -= 1
             self._start_groups()
 
     async def _insert_group(self, group: list[_Queued]) -> list[_Queued]:
-        """Send the group; resolve the writes it inserted and return the others."""
+        """Send the group as one transaction (one round trip); resolve the writes it
+        inserted and return the others. Raises when the outcome is unknown."""
         try:
             async with self._pool.connection() as conn:
                 cursor = conn.cursor(row_factory=tuple_row)
-                await cursor.execute(INSERT_EVENTS, group_params([q.params for q in group]))
+                async with conn.pipeline(), conn.transaction():
+                    await conn.execute(GROUP_LOCK_TIMEOUT)
+                    await cursor.execute(INSERT_EVENTS, group_params([q.params for q in group]))
                 rows = await cursor.fetchall()
-                if not conn.autocommit:
-                    await conn.commit()
-        except Exception:  # noqa: BLE001 - each write retries alone and meets its own error
-            # Had the commit landed before the connection broke, the single way finds each
-            # event as already there: a "duplicate" answer for a write that created it,
-            # which the provider treats as the success it is.
+        except psycopg.Error as exc:
+            if exc.sqlstate is None:
+                raise  # no answer from the server (or no connection): nothing is known
+            # The server refused the statement and rolled it back: each write retries alone
+            # and meets its own outcome.
+            log.info("write_group_fell_back", writes=len(group), error=f"{exc.sqlstate}: {exc}")
             return group
         not_inserted = []
         for queued, (_, event_id) in zip(group, rows, strict=True):
@@ -122,6 +147,8 @@ class WriteGroups:
         return not_inserted
 
     async def _run_single(self, queued: _Queued) -> None:
+        if queued.future.done():
+            return  # its caller gave up (cancelled) before it was sent: nothing to write
         try:
             result = await self._write_one(queued.params)
         except Exception as exc:  # noqa: BLE001 - handed to the caller, who raises it

@@ -1,7 +1,8 @@
 """A TCP proxy in front of PostgreSQL that can cut a connection at a chosen message.
 
 Used to lose a connection during COMMIT: the client's COMMIT reaches the server (or not),
-and the reply never reaches the client, which then cannot know the outcome.
+and the reply never reaches the client, which then cannot know the outcome. COMMIT is seen
+as a simple query ("Q") or, from a pipeline, as the Parse ("P") of the extended protocol.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class PostgresProxy:
                 if upstream and not cutter.cut.is_set():
                     if cutter.after in data:
                         state["armed"] = True
-                    elif state["armed"] and data.startswith(b"Q") and b"COMMIT" in data:
+                    elif state["armed"] and data[:1] in (b"Q", b"P") and b"COMMIT" in data:
                         if cutter.forward_commit:
                             sink.sendall(data)
                         cutter.cut.set()

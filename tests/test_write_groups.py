@@ -9,7 +9,8 @@ import psycopg
 import pytest
 
 from inbox import AsyncInboxWriter, DatabaseUnavailableError, WriteResult
-from tests._wait import await_for, scalar
+from tests._proxy import CommitCutter, PostgresProxy
+from tests._wait import await_for, scalar, wait_for
 
 
 def _one(url: str, query: str) -> object:
@@ -141,8 +142,72 @@ def test_groups_sharing_keys_in_opposite_orders_do_not_deadlock(db_url: str) -> 
     assert sum(r.is_new for r in forward + backward) == 30
     assert {r.event_id for r in forward} == {r.event_id for r in backward}
     assert _one(db_url, "select count(*) from inbox_events") == 30
-    scalar(db_url, "select pg_stat_force_next_flush()")
+    # A backend flushes its statistics when it exits: wait for the writers' to go.
+    writers_gone = (
+        "select count(*) = 0 from pg_stat_activity where datname = current_database()"
+        " and application_name = 'pg-inbox writer'"
+    )
+    wait_for(lambda: scalar(db_url, writers_gone), timeout=20, what="the writers' sessions")
     deadlocks = scalar(
         db_url, "select deadlocks from pg_stat_database where datname = current_database()"
     )
     assert deadlocks == 0
+
+
+def test_a_key_held_by_another_transaction_does_not_hold_up_its_group(db_url: str) -> None:
+    # A write joined to a long application transaction holds its key uncommitted; a retry
+    # of that delivery lands in a group with unrelated writes. The group gives up on the
+    # lock after a short wait and its writes go singly: only the held key waits.
+    keys = [f"k{n}" for n in range(10)]
+
+    async def run() -> tuple[list[WriteResult], WriteResult]:
+        blocker = await psycopg.AsyncConnection.connect(db_url)
+        async with AsyncInboxWriter(db_url, min_size=2, max_size=2) as writer:
+            await writer.write("shop", "k5", b"x", conn=blocker)  # uncommitted
+            # A pool of 2: the first write goes alone, the other nine form one group.
+            tasks = {k: asyncio.create_task(writer.write("shop", k, b"x")) for k in keys}
+            held = tasks.pop("k5")
+            others = await asyncio.wait_for(asyncio.gather(*tasks.values()), timeout=10)
+            assert not held.done()
+            await blocker.commit()
+            await blocker.close()
+            return others, await asyncio.wait_for(held, timeout=10)
+
+    others, held = asyncio.run(run())
+    assert all(r.is_new for r in others)
+    assert held.is_new is False  # the blocker's write committed first
+    assert _one(db_url, "select count(*) from inbox_events") == 10
+    assert _one(db_url, "select count(*) from inbox_deliveries") == 1
+
+
+@pytest.mark.parametrize("commit_reaches_server", [True, False], ids=["committed", "lost"])
+def test_a_group_whose_commit_outcome_is_unknown_fails_every_write(
+    db_url: str, commit_reaches_server: bool
+) -> None:
+    # The connection breaks during the group's COMMIT: the server commits (or never sees
+    # it), the writer never hears. Every caller gets the error, as a single write's caller
+    # would, and never a "duplicate" answer for an event it created.
+    cutter = CommitCutter(after=b"ordinality", forward_commit=commit_reaches_server)
+    proxy = PostgresProxy(db_url, cutter)
+
+    async def run() -> list[BaseException | WriteResult]:
+        async with AsyncInboxWriter(
+            proxy.conninfo(), min_size=2, max_size=2, timeout_seconds=5
+        ) as writer:
+            first = asyncio.create_task(writer.write("shop", "alone", b"x"))
+            group = [writer.write("shop", f"k{n}", b"x") for n in range(8)]
+            outcomes = await asyncio.gather(*group, return_exceptions=True)
+            await first
+            return outcomes
+
+    try:
+        outcomes = asyncio.run(run())
+    finally:
+        proxy.close()
+    assert cutter.cut.is_set()
+    for outcome in outcomes:
+        assert isinstance(outcome, DatabaseUnavailableError), outcome
+    # All or nothing, as the server decided; a provider's retry learns which.
+    stored = _one(db_url, "select count(*) from inbox_events where idempotency_key like 'k%'")
+    assert stored == (8 if commit_reaches_server else 0)
+    assert _one(db_url, "select count(*) from inbox_deliveries") == 0

@@ -78,6 +78,12 @@ from input
 left join inserted using (source, idempotency_key)
 order by input.n
 
+-- name: group_lock_timeout
+-- In a group's transaction, before insert_events: a key that another transaction holds
+-- uncommitted (a write joined to a long application transaction) must not hold up the
+-- rest of the group. Past this wait the group gives up and each write goes singly.
+set local lock_timeout = '250ms'
+
 -- name: record_duplicate
 -- The second step for a key that a concurrent writer committed while insert_event waited.
 with known as (
