@@ -23,7 +23,7 @@ import structlog
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
-from inbox._write_plan import GROUP_LOCK_TIMEOUT, INSERT_EVENTS, WriteResult, group_params
+from inbox._write_plan import INSERT_EVENTS, WriteResult, group_params
 
 __all__ = ["MAX_GROUP", "WriteGroups"]
 
@@ -122,15 +122,15 @@ class WriteGroups:
             self._start_groups()
 
     async def _insert_group(self, group: list[_Queued]) -> list[_Queued]:
-        """Send the group as one transaction (one round trip); resolve the writes it
-        inserted and return the others. Raises when the outcome is unknown."""
+        """Send the group as one statement and commit; resolve the writes it inserted and
+        return the others. Raises when the outcome is unknown."""
         try:
             async with self._pool.connection() as conn:
                 cursor = conn.cursor(row_factory=tuple_row)
-                async with conn.pipeline(), conn.transaction():
-                    await conn.execute(GROUP_LOCK_TIMEOUT)
-                    await cursor.execute(INSERT_EVENTS, group_params([q.params for q in group]))
+                await cursor.execute(INSERT_EVENTS, group_params([q.params for q in group]))
                 rows = await cursor.fetchall()
+                if not conn.autocommit:
+                    await conn.commit()
         except psycopg.Error as exc:
             if exc.sqlstate is None:
                 raise  # no answer from the server (or no connection): nothing is known

@@ -35,7 +35,6 @@ MAX_WRITE_ROUNDS = 3
 QUERIES = load_queries("inbox.sql", "queries.sql")
 INSERT_EVENT: LiteralString = QUERIES["insert_event"]
 INSERT_EVENTS: LiteralString = QUERIES["insert_events"]
-GROUP_LOCK_TIMEOUT: LiteralString = QUERIES["group_lock_timeout"]
 RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
 PING: LiteralString = QUERIES["ping"]

@@ -21,6 +21,9 @@ class CommitCutter:
 
     after: bytes
     forward_commit: bool
+    # For a statement that commits by itself (autocommit): cut at the message naming
+    # ``after``, forwarding it or not as ``forward_commit`` says.
+    cut_at_after: bool = False
     cut: threading.Event = field(default_factory=threading.Event)
 
 
@@ -73,9 +76,12 @@ class PostgresProxy:
         with suppress(OSError):
             while data := source.recv(65536):
                 if upstream and not cutter.cut.is_set():
-                    if cutter.after in data:
+                    commits = cutter.cut_at_after and cutter.after in data
+                    if cutter.after in data and not commits:
                         state["armed"] = True
-                    elif state["armed"] and data[:1] in (b"Q", b"P") and b"COMMIT" in data:
+                    elif commits or (
+                        state["armed"] and data[:1] in (b"Q", b"P") and b"COMMIT" in data
+                    ):
                         if cutter.forward_commit:
                             sink.sendall(data)
                         cutter.cut.set()

@@ -184,10 +184,13 @@ def test_a_key_held_by_another_transaction_does_not_hold_up_its_group(db_url: st
 def test_a_group_whose_commit_outcome_is_unknown_fails_every_write(
     db_url: str, commit_reaches_server: bool
 ) -> None:
-    # The connection breaks during the group's COMMIT: the server commits (or never sees
-    # it), the writer never hears. Every caller gets the error, as a single write's caller
-    # would, and never a "duplicate" answer for an event it created.
-    cutter = CommitCutter(after=b"ordinality", forward_commit=commit_reaches_server)
+    # The connection breaks as the group's statement (which commits by itself) is sent: the
+    # server commits it (or never sees it), the writer never hears. Every caller gets the
+    # error, as a single write's caller would, and never a "duplicate" answer for an event
+    # it created.
+    cutter = CommitCutter(
+        after=b"ordinality", forward_commit=commit_reaches_server, cut_at_after=True
+    )
     proxy = PostgresProxy(db_url, cutter)
 
     async def run() -> list[BaseException | WriteResult]:

@@ -47,8 +47,16 @@ select id, false as is_new from known
 -- (insert_event), which records the delivery. The caller sends each (source, key) at most
 -- once per group. Rows go in key order, so two groups that share keys wait on each other
 -- in the same order instead of deadlocking.
-with input as (
-    select *
+-- A key that another transaction holds uncommitted (a write joined to a long application
+-- transaction) must not hold up the rest of the group: past a short lock wait the statement
+-- fails (lock_not_available) and each write goes singly. The setting is local to this
+-- statement's transaction, and is made while the input is read, which the insert's sort
+-- finishes before inserting (and so before waiting on) any key.
+with wait_briefly as (
+    select set_config('lock_timeout', '250ms', true)
+),
+input as (
+    select i.*
     from unnest(
         %(sources)s::text[],
         %(keys)s::text[],
@@ -59,6 +67,7 @@ with input as (
         %(body_sha256s)s::bytea[]
     ) with ordinality
         as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256, n)
+    cross join wait_briefly
 ),
 inserted as (
     insert into inbox_events
@@ -77,12 +86,6 @@ select input.n, inserted.id
 from input
 left join inserted using (source, idempotency_key)
 order by input.n
-
--- name: group_lock_timeout
--- In a group's transaction, before insert_events: a key that another transaction holds
--- uncommitted (a write joined to a long application transaction) must not hold up the
--- rest of the group. Past this wait the group gives up and each write goes singly.
-set local lock_timeout = '250ms'
 
 -- name: record_duplicate
 -- The second step for a key that a concurrent writer committed while insert_event waited.
