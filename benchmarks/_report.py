@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from benchmarks import ingest, receiver_load, storm
 from benchmarks._common import median
 from benchmarks._latency import LatencyCell, render_latency
-from benchmarks._scale import RssResult, ScaleRow, render_scale
+from benchmarks._scale import CLAIM_SIZE, RssResult, ScaleRow, render_scale
 from benchmarks.processing import Cell, Plan, render_throughput
 
 # The figures in the order they run and are numbered (issue 6): key -> title when it failed.
@@ -133,7 +133,7 @@ def _scale_rows(r: AllResults) -> list[tuple[str, str, str]]:
         rows.append(
             (
                 "scale",
-                f"claim of 100 with {lo.history:,} → {hi.history:,} history rows",
+                f"claim of {CLAIM_SIZE} with {lo.history:,} → {hi.history:,} history rows",
                 f"{median(lo.claim_ms):.2f} → {median(hi.claim_ms):.2f} ms",
             )
         )

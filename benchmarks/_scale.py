@@ -167,8 +167,8 @@ def render_scale(rows: list[ScaleRow], rss: RssResult | None, backlog: int, runs
         lines += [
             "## Scale: the claim as the history grows",
             "",
-            "| history rows (events + attempts) | claim of 100, client ms (median) | range"
-            " | server EXPLAIN ANALYZE ms (median) | partial index used"
+            f"| history rows (events + attempts) | claim of {CLAIM_SIZE}, client ms (median)"
+            " | range | server EXPLAIN ANALYZE ms (median) | partial index used"
             " | 1-worker drain events/s (median) | range | vs smallest history |",
             "|---:|---:|---:|---:|:-:|---:|---:|---:|",
         ]
