@@ -1,7 +1,7 @@
 """``python -m benchmarks all``: every figure of issue 6 on one PostgreSQL server, one report.
 
     pip install -e '.[dev,bench]'                    # matplotlib, for the chart
-    python -m benchmarks all                         # the issue's sizes: about 1-1.5 h on 2 cores
+    python -m benchmarks all                         # the issue's sizes: about 50 min on 2 cores
     python -m benchmarks all --quick --out /tmp/RESULTS.md --chart /tmp/results.png  # ~3 min
 
 Runs, in order, on one server (the embedded PostgreSQL, or ``INBOX_BENCH_DATABASE_URL``):
