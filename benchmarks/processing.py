@@ -62,6 +62,7 @@ from benchmarks._common import (
     run_facts,
     server_facts,
     stop_cleanly_on_signals,
+    write_report,
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
 from benchmarks._scale import RssResult, ScaleRow, render_scale, run_rss, run_scale
@@ -336,9 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections = ["\n".join(lines) for lines in render(result)]
     text = "\n".join(header) + "\n\n" + "\n\n".join(sections) + "\n"
     print(f"\n{text}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"written to {args.out}")
+    write_report(args.out, text)
     return 0
 
 

@@ -40,6 +40,7 @@ from benchmarks._common import (
     run_facts,
     server_facts,
     stop_cleanly_on_signals,
+    write_report,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
 from benchmarks._servers import inbox_serve, noop_endpoint
@@ -200,9 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     text = "\n".join([*header, "", *render(result)]) + "\n"
     print(f"\n{text}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"written to {args.out}")
+    write_report(args.out, text)
     return 0
 
 
