@@ -85,7 +85,8 @@ def _specs(*texts: str) -> tuple[Spec, ...]:
 
 # The providers' documented delivery ids and event types.
 DEFAULT_KEY_SPECS: Mapping[str, tuple[Spec, ...]] = {
-    "standard-webhooks": _specs("header:webhook-id"),
+    # Svix sends the spec's headers as svix-*; the verifier reads the same order.
+    "standard-webhooks": _specs("header:webhook-id", "header:svix-id"),
     "stripe": _specs("json:/id"),
     "github": _specs("header:x-github-delivery"),
     "shopify": _specs("header:x-shopify-event-id", "header:x-shopify-webhook-id"),

@@ -1,0 +1,75 @@
+"""Deliveries as the providers' own SDKs sign them, through the HTTP receiver.
+
+Our signer and our verifier agreeing proves little when both read the spec the same wrong way;
+here the request is signed by the provider's SDK (or, where none signs, built to the provider's
+documented header set) and must be stored, or refused with nothing stored.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+from svix.webhooks import Webhook
+
+from inbox import Settings, create_app
+from tests.receiver.conftest import SW_SECRET, count_events, event_rows
+
+SHOPIFY_SECRET = "shpss_test_secret"
+TWILIO_SHARED_KEY = "twilio-shared-key-secret"
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[TestClient]:
+    settings = Settings(
+        database={"url": db_url},
+        sources=[
+            {"name": "svix", "verifier": "standard-webhooks", "secrets": [SW_SECRET]},
+            {"name": "shop", "verifier": "shopify", "secrets": [SHOPIFY_SECRET]},
+            {
+                "name": "sms",
+                "verifier": "twilio",
+                "secrets": ["twilio-auth-token", TWILIO_SHARED_KEY],
+                "public_url": "https://hooks.example.com/webhooks/sms",
+            },
+        ],
+        receiver={"write_timeout_seconds": 2.0},
+    )
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def svix_delivery(msg_id: str) -> tuple[bytes, dict[str, str]]:
+    body = json.dumps({"type": "invoice.paid", "data": {"id": "in_1"}}).encode()
+    signature = Webhook(SW_SECRET).sign(msg_id, datetime.datetime.now(datetime.UTC), body.decode())
+    timestamp = str(int(time.time()))
+    headers = {"svix-id": msg_id, "svix-timestamp": timestamp, "svix-signature": signature}
+    return body, {**headers, "content-type": "application/json"}
+
+
+def test_a_svix_signed_delivery_is_stored_under_its_svix_id(
+    client: TestClient, db_url: str
+) -> None:
+    body, headers = svix_delivery("msg_svix_1")
+    response = client.post("/webhooks/svix", content=body, headers=headers)
+    assert response.status_code == 200
+    assert response.json()["status"] == "accepted"
+    [(event_id, source, key, event_type, verifier, stored, raw)] = event_rows(db_url)
+    assert (event_id, source, key) == (response.json()["event_id"], "svix", "msg_svix_1")
+    assert (event_type, verifier) == ("invoice.paid", "standard-webhooks")
+    assert bytes(raw) == body
+    assert stored["svix-id"] == "msg_svix_1"
+
+
+def test_a_tampered_svix_delivery_is_401_and_stores_nothing(
+    client: TestClient, db_url: str
+) -> None:
+    body, headers = svix_delivery("msg_svix_2")
+    tampered = body.replace(b"in_1", b"in_2")
+    response = client.post("/webhooks/svix", content=tampered, headers=headers)
+    assert response.status_code == 401
+    assert count_events(db_url) == 0
