@@ -117,7 +117,7 @@ def _slack_verifier(c: _Config) -> Verifier:
 
 
 def _twilio_verifier(c: _Config) -> Verifier:
-    c.allow_options("public_url")
+    c.allow_options("public_url", "shared_key_id")  # the id only signs: the header names it
     return TwilioVerifier(c.require_secrets(), c.string_option("public_url"))
 
 
@@ -179,8 +179,8 @@ def _slack_signer(c: _Config) -> Signer:
 
 
 def _twilio_signer(c: _Config) -> Signer:
-    c.allow_options("public_url")  # accepted so one options table serves both directions
-    return TwilioSigner(c.require_secrets()[0])
+    c.allow_options("public_url", "shared_key_id")  # one options table serves both directions
+    return TwilioSigner(c.require_secrets()[0], c.string_option("shared_key_id"))
 
 
 def _alipay_signer(c: _Config) -> Signer:

@@ -11,10 +11,12 @@ import datetime
 import json
 import time
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import pytest
 from starlette.testclient import TestClient
 from svix.webhooks import Webhook
+from twilio.request_validator import HMAC_SHA256, RequestValidator
 
 from inbox import Settings, create_app
 from tests.receiver.conftest import SW_SECRET, count_events, event_rows
@@ -73,3 +75,27 @@ def test_a_tampered_svix_delivery_is_401_and_stores_nothing(
     response = client.post("/webhooks/svix", content=tampered, headers=headers)
     assert response.status_code == 401
     assert count_events(db_url) == 0
+
+
+def test_a_twilio_delivery_signed_with_a_shared_key_and_hmac_sha256_is_stored(
+    client: TestClient, db_url: str
+) -> None:
+    params = {"MessageSid": "SM1", "From": "+15005550006", "Body": "hello"}
+    public_url = "https://hooks.example.com/webhooks/sms"
+    signature = RequestValidator(TWILIO_SHARED_KEY).compute_signature(
+        public_url, params, HMAC_SHA256
+    )
+    headers = {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-twilio-signature": signature,
+        "x-twilio-webhooks-signature-settings": "key=webhooks_sharedkey_1,algorithm=HMAC_SHA256",
+        "i-twilio-idempotency-token": "tok-sha256-1",
+    }
+    body = urlencode(params).encode()
+    assert client.post("/webhooks/sms", content=body, headers=headers).status_code == 200
+    [row] = event_rows(db_url)
+    assert (row[1], row[2]) == ("sms", "tok-sha256-1")
+    tampered = body.replace(b"hello", b"hullo")
+    headers["i-twilio-idempotency-token"] = "tok-sha256-2"
+    assert client.post("/webhooks/sms", content=tampered, headers=headers).status_code == 401
+    assert count_events(db_url) == 1
