@@ -7,7 +7,10 @@ documented header set) and must be stored, or refused with nothing stored.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
+import hmac
 import json
 import time
 from collections.abc import Iterator
@@ -98,4 +101,33 @@ def test_a_twilio_delivery_signed_with_a_shared_key_and_hmac_sha256_is_stored(
     tampered = body.replace(b"hello", b"hullo")
     headers["i-twilio-idempotency-token"] = "tok-sha256-2"
     assert client.post("/webhooks/sms", content=tampered, headers=headers).status_code == 401
+    assert count_events(db_url) == 1
+
+
+def test_a_shopify_events_delivery_is_stored_under_its_event_id(
+    client: TestClient, db_url: str
+) -> None:
+    # The header set of Shopify's library for Events (Shopify/shopify-app-js,
+    # packages/apps/shopify-api/lib/webhooks/header-names.ts): no X- prefix.
+    body = b'{"topic":"Product","action":"create","handle":"catalog","resource_id":"gid://1"}'
+    digest = hmac.new(SHOPIFY_SECRET.encode(), body, hashlib.sha256).digest()
+    headers = {
+        "content-type": "application/json",
+        "shopify-hmac-sha256": base64.b64encode(digest).decode(),
+        "shopify-topic": "Product",
+        "shopify-shop-domain": "acme.myshopify.com",
+        "shopify-api-version": "unstable",
+        "shopify-event-id": "ev-7c9d",
+        "shopify-handle": "catalog",
+        "shopify-action": "create",
+        "shopify-resource-id": "gid://shopify/Product/1",
+        "shopify-triggered-at": "2026-12-01T10:00:00.000Z",
+    }
+    response = client.post("/webhooks/shop", content=body, headers=headers)
+    assert response.status_code == 200
+    [row] = event_rows(db_url)
+    assert (row[1], row[2], row[3], row[4]) == ("shop", "ev-7c9d", "Product", "shopify")
+    tampered = body.replace(b"create", b"delete")
+    headers["shopify-event-id"] = "ev-other"
+    assert client.post("/webhooks/shop", content=tampered, headers=headers).status_code == 401
     assert count_events(db_url) == 1
