@@ -16,6 +16,7 @@ from inbox._errors import (
     RefusedError,
     VerificationError,
 )
+from inbox._lazy import load_lazily
 from inbox._settings import Settings, SourceSettings, load_settings
 from inbox._write_plan import WriteResult
 from inbox._writer import InboxWriter
@@ -37,14 +38,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'inbox' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_lazily(globals(), _LAZY, name)
 
 
 __all__ = [

@@ -85,10 +85,17 @@ def _specs(*texts: str) -> tuple[Spec, ...]:
 
 # The providers' documented delivery ids and event types.
 DEFAULT_KEY_SPECS: Mapping[str, tuple[Spec, ...]] = {
-    "standard-webhooks": _specs("header:webhook-id"),
+    # Svix sends the spec's headers as svix-*; the verifier reads the same order.
+    "standard-webhooks": _specs("header:webhook-id", "header:svix-id"),
     "stripe": _specs("json:/id"),
     "github": _specs("header:x-github-delivery"),
-    "shopify": _specs("header:x-shopify-event-id", "header:x-shopify-webhook-id"),
+    # Shopify Events send the same headers without the X- prefix.
+    "shopify": _specs(
+        "header:x-shopify-event-id",
+        "header:shopify-event-id",
+        "header:x-shopify-webhook-id",
+        "header:shopify-webhook-id",
+    ),
     "slack": _specs("json:/event_id"),
     "twilio": _specs("header:i-twilio-idempotency-token"),
     "alipay": _specs("form:notify_id"),
@@ -102,7 +109,7 @@ DEFAULT_TYPE_SPECS: Mapping[str, tuple[Spec, ...]] = {
     "standard-webhooks": _specs("json:/type"),
     "stripe": _specs("json:/type"),
     "github": _specs("header:x-github-event"),
-    "shopify": _specs("header:x-shopify-topic"),
+    "shopify": _specs("header:x-shopify-topic", "header:shopify-topic"),
     "slack": _specs("json:/event/type", "json:/type"),
     "twilio": (),
     "alipay": _specs("form:notify_type"),

@@ -39,6 +39,12 @@ _DEFAULT_TYPES = {
 }
 
 
+# Shopify's own library (@shopify/shopify-api) refuses a delivery without the shop domain and
+# the API version; a sample names a shop that cannot exist and a released version.
+_SHOPIFY_SHOP_DOMAIN = "inbox-send.myshopify.com"
+_SHOPIFY_API_VERSION = "2026-04"
+
+
 @dataclass(frozen=True, slots=True)
 class SampleRequest:
     url: str
@@ -100,7 +106,24 @@ def _payload(verifier: str, msg_id: str, now: float) -> dict[str, Any]:
     return build() if build else {"id": msg_id, "message": "hello from inbox send"}
 
 
+def _envelope(verifier: str, *, msg_id: str, event_type: str, now: float) -> dict[str, str]:
+    """The headers besides the signature that the provider's deliveries always carry."""
+    if verifier != "shopify":
+        return {}
+    moment = datetime.datetime.fromtimestamp(now, datetime.UTC)
+    return {
+        "x-shopify-topic": event_type,
+        "x-shopify-shop-domain": _SHOPIFY_SHOP_DOMAIN,
+        "x-shopify-api-version": _SHOPIFY_API_VERSION,
+        "x-shopify-triggered-at": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "x-shopify-event-id": msg_id,
+        "x-shopify-webhook-id": msg_id,
+    }
+
+
 def _new_id(verifier: str) -> str:
+    if verifier == "shopify":
+        return str(uuid.uuid4())  # Shopify's ids are UUIDs in their usual spelling
     prefix = {"stripe": "evt_", "standard-webhooks": "msg_", "slack": "Ev"}.get(verifier, "")
     return prefix + uuid.uuid4().hex
 
@@ -122,7 +145,8 @@ def build_sample(
     extraction = source_extraction(source)
     msg_id = msg_id or _new_id(source.verifier)
     event_type = event_type or _DEFAULT_TYPES.get(source.verifier, "inbox.test")
-    headers: dict[str, str] = {}
+    # Injected values below win, so the source's key_from / type_from still decide.
+    headers = _envelope(source.verifier, msg_id=msg_id, event_type=event_type, now=now)
     # With a given body, only headers can carry the key and type: the bytes are sent as is.
     payload: dict[str, Any] = (
         copy.deepcopy(source.sample)

@@ -10,10 +10,27 @@ Schemes: standard-webhooks, stripe, github, shopify, slack, twilio, alipay, wech
 hmac (a recipe from options) and none.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from inbox._lazy import load_lazily
+
 from ._base import BodySigner, Signer, Verifier, WebhookRequest
 from ._registry import SCHEMES, build_signer, build_verifier, sign_request
-from ._twilio import twilio_url_with_body_hash
-from ._wechatpay import decrypt_wechatpay_resource
+
+if TYPE_CHECKING:
+    from ._twilio import twilio_url_with_body_hash
+    from ._wechatpay import decrypt_wechatpay_resource
+
+# A scheme's module loads when first used (see _registry), so its helpers load on first use too.
+_LAZY = {
+    "decrypt_wechatpay_resource": "inbox.verifiers._wechatpay",
+    "twilio_url_with_body_hash": "inbox.verifiers._twilio",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return load_lazily(globals(), _LAZY, name)
+
 
 __all__ = [
     "SCHEMES",

@@ -124,12 +124,17 @@ class BodySigner(Protocol):
         ...
 
 
-def require_header(request: WebhookRequest, name: str) -> str:
-    """The header's value; a missing or empty header is ``missing_header``."""
-    value = request.headers.get(name, "").strip()
-    if not value:
-        raise VerificationError("missing_header")
-    return value
+def require_header(request: WebhookRequest, name: str, *aliases: str) -> str:
+    """The header's value; a missing or empty header is ``missing_header``.
+
+    ``aliases`` are other names a provider sends the same header under (Svix's ``svix-id``
+    for ``webhook-id``), tried in order when ``name`` is absent.
+    """
+    for candidate in (name, *aliases):
+        value = request.headers.get(candidate, "").strip()
+        if value:
+            return value
+    raise VerificationError("missing_header")
 
 
 def check_timestamp(raw: str, *, now: float, tolerance_seconds: int) -> int:

@@ -2,6 +2,9 @@
 
 Every configuration mistake is a ``ValueError`` raised here, at start-up, naming the scheme
 and what is missing; nothing is left to fail on the first real webhook.
+
+Each factory imports its scheme's module itself: a scheme (and ``cryptography``, for the
+asymmetric ones) loads when a source first uses it, never on ``import inbox``.
 """
 
 from __future__ import annotations
@@ -10,24 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TypeVar
 
-from ._alipay import AlipaySigner, AlipayVerifier
 from ._base import BodySigner, Signer, Verifier
-from ._github import GitHubSigner, GitHubVerifier
-from ._hmac_recipe import HmacRecipeSigner, HmacRecipeVerifier, parse_recipe
-from ._keys import load_rsa_private_key, load_rsa_public_key
-from ._none import NoneSigner, NoneVerifier
-from ._shopify import ShopifySigner, ShopifyVerifier
-from ._slack import SlackSigner, SlackVerifier
-from ._standard_webhooks import (
-    StandardWebhooksSigner,
-    StandardWebhooksVerifier,
-    decode_public_key,
-    decode_secret,
-    decode_secret_key,
-)
-from ._stripe import StripeSigner, StripeVerifier
-from ._twilio import TwilioSigner, TwilioVerifier
-from ._wechatpay import WechatPaySigner, WechatPayVerifier
 
 __all__ = ["SCHEMES", "build_signer", "build_verifier", "sign_request"]
 
@@ -88,6 +74,8 @@ class _Config:
 
 
 def _standard_webhooks_verifier(c: _Config) -> Verifier:
+    from ._standard_webhooks import StandardWebhooksVerifier, decode_public_key, decode_secret
+
     c.allow_options()
     secrets = [decode_secret(s) for s in c.secrets]
     keys = [decode_public_key(k) for k in c.key_list()]
@@ -97,31 +85,44 @@ def _standard_webhooks_verifier(c: _Config) -> Verifier:
 
 
 def _stripe_verifier(c: _Config) -> Verifier:
+    from ._stripe import StripeVerifier
+
     c.allow_options()
     return StripeVerifier(c.require_secrets(), c.tolerance_seconds)
 
 
 def _github_verifier(c: _Config) -> Verifier:
+    from ._github import GitHubVerifier
+
     c.allow_options()
     return GitHubVerifier(c.require_secrets())
 
 
 def _shopify_verifier(c: _Config) -> Verifier:
+    from ._shopify import ShopifyVerifier
+
     c.allow_options()
     return ShopifyVerifier(c.require_secrets())
 
 
 def _slack_verifier(c: _Config) -> Verifier:
+    from ._slack import SlackVerifier
+
     c.allow_options()
     return SlackVerifier(c.require_secrets(), c.tolerance_seconds)
 
 
 def _twilio_verifier(c: _Config) -> Verifier:
-    c.allow_options("public_url")
+    from ._twilio import TwilioVerifier
+
+    c.allow_options("public_url", "shared_key_id")  # the id only signs: the header names it
     return TwilioVerifier(c.require_secrets(), c.string_option("public_url"))
 
 
 def _alipay_verifier(c: _Config) -> Verifier:
+    from ._alipay import AlipayVerifier
+    from ._keys import load_rsa_public_key
+
     c.allow_options()
     keys = [load_rsa_public_key(k) for k in c.key_list()]
     if not keys:
@@ -130,6 +131,9 @@ def _alipay_verifier(c: _Config) -> Verifier:
 
 
 def _wechatpay_verifier(c: _Config) -> Verifier:
+    from ._keys import load_rsa_public_key
+    from ._wechatpay import WechatPayVerifier
+
     c.allow_options()
     if not isinstance(c.public_keys, Mapping) or not c.public_keys:
         raise ValueError(
@@ -141,15 +145,21 @@ def _wechatpay_verifier(c: _Config) -> Verifier:
 
 
 def _hmac_verifier(c: _Config) -> Verifier:
+    from ._hmac_recipe import HmacRecipeVerifier, parse_recipe
+
     return HmacRecipeVerifier(parse_recipe(c.options), c.require_secrets(), c.tolerance_seconds)
 
 
 def _none_verifier(c: _Config) -> Verifier:
+    from ._none import NoneVerifier
+
     c.allow_options()
     return NoneVerifier()
 
 
 def _standard_webhooks_signer(c: _Config) -> Signer:
+    from ._standard_webhooks import StandardWebhooksSigner, decode_secret, decode_secret_key
+
     c.allow_options()
     secrets = [decode_secret(s) for s in c.secrets]
     key = decode_secret_key(c.private_key) if c.private_key else None
@@ -159,36 +169,52 @@ def _standard_webhooks_signer(c: _Config) -> Signer:
 
 
 def _stripe_signer(c: _Config) -> Signer:
+    from ._stripe import StripeSigner
+
     c.allow_options()
     return StripeSigner(c.require_secrets())
 
 
 def _github_signer(c: _Config) -> Signer:
+    from ._github import GitHubSigner
+
     c.allow_options()
     return GitHubSigner(c.require_secrets()[0])
 
 
 def _shopify_signer(c: _Config) -> Signer:
+    from ._shopify import ShopifySigner
+
     c.allow_options()
     return ShopifySigner(c.require_secrets()[0])
 
 
 def _slack_signer(c: _Config) -> Signer:
+    from ._slack import SlackSigner
+
     c.allow_options()
     return SlackSigner(c.require_secrets()[0])
 
 
 def _twilio_signer(c: _Config) -> Signer:
-    c.allow_options("public_url")  # accepted so one options table serves both directions
-    return TwilioSigner(c.require_secrets()[0])
+    from ._twilio import TwilioSigner
+
+    c.allow_options("public_url", "shared_key_id")  # one options table serves both directions
+    return TwilioSigner(c.require_secrets()[0], c.string_option("shared_key_id"))
 
 
 def _alipay_signer(c: _Config) -> Signer:
+    from ._alipay import AlipaySigner
+    from ._keys import load_rsa_private_key
+
     c.allow_options()
     return AlipaySigner(load_rsa_private_key(c.require_private_key()))
 
 
 def _wechatpay_signer(c: _Config) -> Signer:
+    from ._keys import load_rsa_private_key
+    from ._wechatpay import WechatPaySigner
+
     c.allow_options("serial")
     serial = c.string_option("serial")
     if not serial:
@@ -197,10 +223,14 @@ def _wechatpay_signer(c: _Config) -> Signer:
 
 
 def _hmac_signer(c: _Config) -> Signer:
+    from ._hmac_recipe import HmacRecipeSigner, parse_recipe
+
     return HmacRecipeSigner(parse_recipe(c.options), c.require_secrets()[0])
 
 
 def _none_signer(c: _Config) -> Signer:
+    from ._none import NoneSigner
+
     c.allow_options()
     return NoneSigner()
 

@@ -1,7 +1,9 @@
 """Shopify: ``X-Shopify-Hmac-Sha256: <base64>``, HMAC-SHA256 over the raw body.
 
 The base64 value is decoded and compared as bytes, so the comparison is not fooled (or
-failed) by how the sender padded it.
+failed) by how the sender padded it. Shopify Events deliveries sign the same way but name
+their headers without the ``X-`` prefix (``Shopify-Hmac-Sha256``, ``Shopify-Event-Id``); they
+may send the prefixed twins too, and Shopify's own library reads the unprefixed one first.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class ShopifyVerifier:
     def verify(self, request: WebhookRequest, *, now: float) -> None:
         """Compare the decoded header with the HMAC of the body under each secret."""
         try:
-            received = b64decode_lenient(require_header(request, "x-shopify-hmac-sha256"))
+            header = require_header(request, "shopify-hmac-sha256", "x-shopify-hmac-sha256")
+            received = b64decode_lenient(header)
         except ValueError:
             raise VerificationError("malformed_header") from None
         matched = False

@@ -5,6 +5,10 @@ space-separated list of ``version,base64`` entries, so a sender can sign with an
 new secret during rotation, and a receiver skips versions it does not know (forward
 compatibility). Only when *no* entry has a version we can check does verification fail with
 ``no_supported_signature``.
+
+Svix, through which many providers deliver, sends the same three headers as ``svix-id``,
+``svix-timestamp`` and ``svix-signature`` (only white-labelled accounts send ``webhook-*``):
+each is read under either name, the spec's first.
 """
 
 from __future__ import annotations
@@ -85,9 +89,9 @@ class StandardWebhooksVerifier:
 
     def verify(self, request: WebhookRequest, *, now: float) -> None:
         """Check headers, then the timestamp, then any one supported signature."""
-        msg_id = require_header(request, "webhook-id")
-        timestamp = require_header(request, "webhook-timestamp")
-        signatures = require_header(request, "webhook-signature")
+        msg_id = require_header(request, "webhook-id", "svix-id")
+        timestamp = require_header(request, "webhook-timestamp", "svix-timestamp")
+        signatures = require_header(request, "webhook-signature", "svix-signature")
         check_timestamp(timestamp, now=now, tolerance_seconds=self.tolerance_seconds)
         content = _signed_content(msg_id, timestamp, request.body)
 

@@ -8,6 +8,12 @@ The URL is the one *Twilio* called, which a receiver behind proxies does not see
 ``public_url`` option replaces scheme, host and path (the request's query string is kept,
 since it is part of what was signed). Twilio's SDKs also accept the URL with or without the
 port, because some of Twilio's own components add the default port and some drop it.
+
+When a Webhooks Rule applies a Webhook Setting, Twilio signs the same string with the
+Setting's SharedKey secret and algorithm and says so in
+``X-Twilio-Webhooks-Signature-Settings: key=<shared key id>,algorithm=HMAC_SHA256``. The
+header names the hash; without it (or without an ``algorithm``) the hash is HMAC-SHA1, as in
+Twilio's SDKs. A source's ``secrets`` hold its Auth Token(s) and SharedKey secret(s) alike.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ __all__ = ["TwilioSigner", "TwilioVerifier", "twilio_url_with_body_hash"]
 
 _BODY_HASH_PARAM = "bodySHA256"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+_SETTINGS_HEADER = "x-twilio-webhooks-signature-settings"
+_SHA1 = "HMAC_SHA1"
+_SHA256 = "HMAC_SHA256"
+_HASHES = {_SHA1: "sha1", _SHA256: "sha256"}  # Twilio's algorithm names -> hashlib's
 
 
 def _signed_content(url: str, params: Iterable[tuple[str, str]]) -> bytes:
@@ -46,8 +56,17 @@ def _signed_content(url: str, params: Iterable[tuple[str, str]]) -> bytes:
     return "".join(pieces).encode()
 
 
-def _digest(secret: str, content: bytes) -> bytes:
-    return hmac.new(secret.encode(), content, hashlib.sha1).digest()
+def _digest(secret: str, content: bytes, algorithm: str = _SHA1) -> bytes:
+    return hmac.new(secret.encode(), content, _HASHES[algorithm]).digest()
+
+
+def _algorithm(settings: str) -> str:
+    """The ``algorithm=`` of a signature-settings header, upper-cased; HMAC-SHA1 when absent."""
+    for part in settings.split(","):
+        name, sep, value = part.partition("=")
+        if sep and name.strip().lower() == "algorithm" and value.strip():
+            return value.strip().upper()
+    return _SHA1
 
 
 def _url_variants(url: str) -> list[str]:
@@ -95,7 +114,7 @@ def _body_hash_param(url: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TwilioVerifier:
-    """Any auth token (primary or secondary, during rotation) matching passes."""
+    """Any secret matching passes: an Auth Token (primary or secondary) or a SharedKey secret."""
 
     secrets: Sequence[str]
     public_url: str | None = None
@@ -107,6 +126,9 @@ class TwilioVerifier:
             received = b64decode_lenient(require_header(request, "x-twilio-signature"))
         except ValueError:
             raise VerificationError("malformed_header") from None
+        algorithm = _algorithm(request.headers.get(_SETTINGS_HEADER, ""))
+        if algorithm not in _HASHES:
+            raise VerificationError("no_supported_signature")
         url = _public_url(request.url, self.public_url)
         body_hash = _body_hash_param(url)
         params: list[tuple[str, str]]
@@ -121,7 +143,7 @@ class TwilioVerifier:
         for variant in _url_variants(url):
             content = _signed_content(variant, params)
             for secret in self.secrets:
-                matched |= digests_equal(_digest(secret, content), received)
+                matched |= digests_equal(_digest(secret, content, algorithm), received)
         if not matched:
             raise VerificationError("bad_signature")
 
@@ -131,10 +153,12 @@ class TwilioSigner:
     """Signs a form body, or a JSON body whose URL already carries ``bodySHA256``.
 
     A signer only adds headers, so for JSON it cannot add the hash to the URL itself:
-    build the URL with ``twilio_url_with_body_hash`` first.
+    build the URL with ``twilio_url_with_body_hash`` first. With ``shared_key_id`` it signs
+    as a Webhook Setting does: HMAC-SHA256, and the signature-settings header naming the key.
     """
 
     secret: str
+    shared_key_id: str | None = None
 
     def sign(self, *, body: bytes, url: str, now: float, msg_id: str) -> dict[str, str]:
         """Return the signature, Twilio's idempotency token and, for forms, the content type."""
@@ -144,6 +168,10 @@ class TwilioSigner:
         else:
             params = parse_form(body)
             headers["content-type"] = FORM_CONTENT_TYPE
-        digest = _digest(self.secret, _signed_content(url, params))
+        algorithm = _SHA1
+        if self.shared_key_id is not None:
+            algorithm = _SHA256
+            headers[_SETTINGS_HEADER] = f"key={self.shared_key_id},algorithm={algorithm}"
+        digest = _digest(self.secret, _signed_content(url, params), algorithm)
         headers["x-twilio-signature"] = base64.b64encode(digest).decode()
         return headers

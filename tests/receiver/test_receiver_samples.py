@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import datetime
+import re
 import time
 from typing import Any
 
@@ -118,3 +120,35 @@ def test_an_asymmetric_source_without_a_private_key_cannot_send(
     [source] = Settings(sources=tables).sources
     with pytest.raises(ConfigError, match="private_key"):
         build_sample(source, url="http://x", now=time.time())
+
+
+# What @shopify/shopify-api's webhooks.validate() requires before it accepts a delivery
+# (Shopify/shopify-app-js, packages/apps/shopify-api/lib/webhooks/validate.ts,
+# checkWebhooksHeaders; it answers `missing_headers` otherwise), and the two more that
+# Shopify's "Webhooks delivery structure" page lists on every delivery.
+SHOPIFY_REQUIRED = (
+    "x-shopify-hmac-sha256",
+    "x-shopify-topic",
+    "x-shopify-shop-domain",
+    "x-shopify-api-version",
+    "x-shopify-webhook-id",
+)
+SHOPIFY_ALSO_SENT = ("x-shopify-triggered-at", "x-shopify-event-id")
+
+
+def test_a_shopify_send_carries_the_headers_a_real_delivery_does(rsa_pair: RsaPair) -> None:
+    source = Settings(sources=_tables(rsa_pair)).source("shopify")
+    assert source is not None
+    now = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+    sample = build_sample(
+        source, url="http://x/webhooks/shopify", now=now, event_type="orders/paid"
+    )
+    missing = [h for h in (*SHOPIFY_REQUIRED, *SHOPIFY_ALSO_SENT) if not sample.headers.get(h)]
+    assert missing == []
+    assert sample.headers["x-shopify-topic"] == "orders/paid"
+    assert sample.headers["x-shopify-shop-domain"].endswith(".myshopify.com")
+    assert re.fullmatch(r"20\d\d-(01|04|07|10)", sample.headers["x-shopify-api-version"])
+    triggered = datetime.datetime.fromisoformat(sample.headers["x-shopify-triggered-at"])
+    assert triggered == datetime.datetime.fromtimestamp(now, datetime.UTC)
+    assert sample.headers["x-shopify-event-id"] == sample.key
+    assert sample.headers["x-shopify-webhook-id"] == sample.key

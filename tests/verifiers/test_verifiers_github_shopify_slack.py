@@ -9,6 +9,7 @@ import hmac
 import pytest
 
 from inbox._errors import VerificationError
+from inbox._extract import extraction_for
 from inbox.verifiers import WebhookRequest, build_signer, build_verifier
 
 # GitHub's documented example ("Validating webhook deliveries", docs.github.com).
@@ -93,6 +94,44 @@ def test_shopify_hex_instead_of_base64_fails() -> None:
 def test_shopify_non_base64_is_malformed() -> None:
     request = req({"x-shopify-hmac-sha256": "not base64!"}, b"{}")
     assert reason("shopify", request, "s") == "malformed_header"
+
+
+# Shopify Events (developer preview) send their headers without the X- prefix; Shopify's
+# library detects them by shopify-hmac-sha256 and keys on shopify-event-id (Shopify/shopify-app-js,
+# packages/apps/shopify-api/lib/webhooks/header-names.ts; shopify.dev "Events delivery structure").
+EVENTS_BODY = b'{"topic":"Product","action":"update","handle":"product-sync"}'
+EVENTS_SECRET = "shpss_x"
+
+
+def events_headers(body: bytes = EVENTS_BODY, signed_with: str = EVENTS_SECRET) -> dict[str, str]:
+    digest = hmac.new(signed_with.encode(), body, hashlib.sha256).digest()
+    return {
+        "shopify-hmac-sha256": base64.b64encode(digest).decode(),
+        "shopify-topic": "Product",
+        "shopify-shop-domain": "acme.myshopify.com",
+        "shopify-api-version": "unstable",
+        "shopify-event-id": "0f7e4c1a-7d57-4b4e-9d7a-3a3b9e0c1d2e",
+        "shopify-action": "update",
+    }
+
+
+def test_shopify_events_delivery_verifies() -> None:
+    build_verifier("shopify", secrets=["shpss_x"]).verify(req(events_headers(), EVENTS_BODY), now=0)
+
+
+def test_shopify_events_delivery_with_a_changed_body_fails() -> None:
+    request = req(events_headers(), EVENTS_BODY.replace(b"update", b"delete"))
+    assert reason("shopify", request, "shpss_x") == "bad_signature"
+
+
+def test_shopify_events_delivery_under_another_secret_fails() -> None:
+    request = req(events_headers(signed_with="shpss_other"), EVENTS_BODY)
+    assert reason("shopify", request, "shpss_x") == "bad_signature"
+
+
+def test_shopify_events_delivery_keys_on_its_event_id_and_types_on_its_topic() -> None:
+    key, event_type = extraction_for("shopify").extract(req(events_headers(), EVENTS_BODY))
+    assert (key, event_type) == ("0f7e4c1a-7d57-4b4e-9d7a-3a3b9e0c1d2e", "Product")
 
 
 # --- Slack --------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""A verifier module loads when its scheme is first built, not when ``inbox`` is imported.
+
+An app that only embeds the writer (``from inbox import InboxWriter``) should not pay for ten
+schemes and ``cryptography``; a receiver with a Stripe source should load Stripe's alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SCHEME_MODULES = (
+    "inbox.verifiers._alipay",
+    "inbox.verifiers._github",
+    "inbox.verifiers._hmac_recipe",
+    "inbox.verifiers._keys",
+    "inbox.verifiers._none",
+    "inbox.verifiers._shopify",
+    "inbox.verifiers._slack",
+    "inbox.verifiers._standard_webhooks",
+    "inbox.verifiers._stripe",
+    "inbox.verifiers._twilio",
+    "inbox.verifiers._wechatpay",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The scheme modules (and whether cryptography) a fresh interpreter holds after ``code``."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"names = {list(SCHEME_MODULES)!r} + ['cryptography']\n"
+        "print(json.dumps([n for n in names if n in sys.modules]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(result.stdout))
+
+
+def test_importing_the_writer_loads_no_scheme_and_no_cryptography() -> None:
+    assert loaded_after("from inbox import InboxWriter") == set()
+
+
+def test_importing_the_verifiers_package_loads_no_scheme() -> None:
+    assert loaded_after("import inbox.verifiers") == set()
+
+
+def test_building_one_scheme_loads_only_that_scheme() -> None:
+    code = "from inbox.verifiers import build_verifier\nbuild_verifier('stripe', secrets=['s'])"
+    assert loaded_after(code) == {"inbox.verifiers._stripe"}
+
+
+def test_the_lazily_exported_helpers_still_resolve() -> None:
+    code = (
+        "from inbox.verifiers import decrypt_wechatpay_resource, twilio_url_with_body_hash\n"
+        "assert callable(decrypt_wechatpay_resource) and callable(twilio_url_with_body_hash)"
+    )
+    assert "inbox.verifiers._wechatpay" in loaded_after(code)
