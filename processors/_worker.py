@@ -11,7 +11,8 @@ import os
 import random
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +22,7 @@ import structlog
 
 from inbox._settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
-from processors._decide import Policy
+from processors._decide import Decision, Policy, idle_wait_seconds, outcome_counts
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
@@ -215,7 +216,11 @@ class Worker:
                         # every fresh connection must not become a busy loop.
                         failures = 0
                         if claimed == 0:
-                            with anyio.move_on_after(self._settings.poll_interval_seconds):
+                            # The table is the truth: a retry due before the next poll,
+                            # scheduled by any process, sets the wait.
+                            due_in = await self._store.next_due_in(side)
+                            poll = self._settings.poll_interval_seconds
+                            with anyio.move_on_after(idle_wait_seconds(poll, due_in)):
                                 await wake.wait()
             except CommitOutcomeUnknownError as exc:
                 unresolved = exc.event_ids
@@ -321,8 +326,50 @@ class Worker:
             await conn.commit()
         except CONNECTION_ERRORS as exc:
             raise CommitOutcomeUnknownError(event_ids) from exc
+        elapsed = time.monotonic() - started
         self.metrics.batches.inc()
-        self.metrics.batch_seconds.observe(time.monotonic() - started)
+        self.metrics.batch_seconds.observe(elapsed)
         for decision in decisions:
             self.metrics.outcomes.labels(decision.outcome).inc()
+        self._log_settled(worker, batch, decisions, elapsed)
         return len(batch)
+
+    def _log_settled(
+        self,
+        worker: str,
+        batch: Sequence[ClaimedEvent],
+        decisions: Sequence[Decision],
+        seconds: float,
+    ) -> None:
+        """After the commit, so a line says what is durably done (failures were logged as
+        they happened)."""
+        mode = self._settings.log_events
+        if mode == "batch":
+            log.info(
+                "batch_processed",
+                worker=worker,
+                events=len(decisions),
+                **outcome_counts(decisions),
+                sources=dict(Counter(item.event.source for item in batch)),
+                duration_ms=round(seconds * 1000, 1),
+            )
+        elif mode == "event":
+            events = {item.event.id: item.event for item in batch}
+            for decision in decisions:
+                if decision.outcome != "processed":
+                    continue
+                event = events[decision.event_id]
+                log.info(
+                    "event_processed",
+                    event_id=event.id,
+                    source=event.source,
+                    key=event.key,
+                    type=event.type,
+                    handler=decision.handler,
+                    attempt=event.attempt,
+                    replay_id=decision.replay_id,
+                    worker=worker,
+                    duration_ms=round(
+                        (decision.finished_at - decision.started_at).total_seconds() * 1000, 1
+                    ),
+                )
