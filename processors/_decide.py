@@ -26,6 +26,7 @@ __all__ = [
     "decide",
     "idle_wait_seconds",
     "outcome_counts",
+    "reconnect_delay",
 ]
 
 OutcomeName = Literal["processed", "skipped", "failed", "retry", "dead", "crashed", "released"]
@@ -34,6 +35,10 @@ StateName = Literal["done", "pending", "dead"]
 MAX_ERROR_MESSAGE = 2000
 # inbox_attempts.error_traceback's check (migration 0004).
 MAX_TRACEBACK = 16384
+# Reconnection after a lost connection: a short first retry, doubling, capped low, so a
+# worker is back at work within this long of PostgreSQL accepting connections again.
+RECONNECT_FIRST_SECONDS = 0.1
+RECONNECT_MAX_SECONDS = 0.5
 # An idle worker wakes this long after the next event falls due: the server's clock decides
 # when it is due, and waking a hair early would only find nothing and wait again.
 DUE_MARGIN_SECONDS = 0.005
@@ -277,3 +282,11 @@ def idle_wait_seconds(poll_interval: float, next_due_in: float | None) -> float:
     if next_due_in is None:
         return poll_interval
     return min(poll_interval, max(next_due_in, 0.0) + DUE_MARGIN_SECONDS)
+
+
+def reconnect_delay(failures: int, rng: random.Random) -> float:
+    """The wait before reconnection attempt ``failures`` (1, 2, ...): exponential from
+    ``RECONNECT_FIRST_SECONDS``, capped at ``RECONNECT_MAX_SECONDS``, jittered down by up to
+    half so that a fleet of workers does not reconnect in lockstep."""
+    ceiling = min(RECONNECT_MAX_SECONDS, RECONNECT_FIRST_SECONDS * 2.0 ** max(failures - 1, 0))
+    return ceiling * rng.uniform(0.5, 1.0)

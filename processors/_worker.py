@@ -20,9 +20,16 @@ import anyio
 import psycopg
 import structlog
 
+from inbox._outage import Outage, describe_server
 from inbox._settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
-from processors._decide import Decision, Policy, idle_wait_seconds, outcome_counts
+from processors._decide import (
+    Decision,
+    Policy,
+    idle_wait_seconds,
+    outcome_counts,
+    reconnect_delay,
+)
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
@@ -91,6 +98,7 @@ class Worker:
         self._stop_requested: anyio.Event | None = None
         self._stopping = False
         self._rng = random.Random()
+        self._outage = Outage()
         self._policy = Policy(
             max_attempts=settings.max_attempts,
             max_crashes=settings.max_crashes,
@@ -206,6 +214,7 @@ class Worker:
         while not self._stopping:
             try:
                 async with self._connections(n) as (conn, side, sync_view):
+                    self._reconnected(worker)
                     if unresolved:
                         await self._resolve_lost_commit(conn, unresolved, worker)
                         unresolved = []
@@ -236,15 +245,24 @@ class Worker:
         self, worker: str, failures: int, exc: BaseException, stop_requested: anyio.Event
     ) -> None:
         self.metrics.reconnects.inc()
-        delay = min(5.0, 0.05 * 2**failures) * self._rng.uniform(0.5, 1.0)
-        log.warning(
-            "worker_connection_lost",
-            worker=worker,
-            error=f"{type(exc).__name__}: {exc}",
-            retry_in_seconds=round(delay, 3),
-        )
+        delay = reconnect_delay(failures, self._rng)
+        # While the database stays down, once per interval (the reconnects metric counts
+        # every attempt).
+        if self._outage.failed(time.monotonic()):
+            log.warning(
+                "worker_connection_lost",
+                worker=worker,
+                server=describe_server(self._dsn),
+                error=f"{type(exc).__name__}: {exc}",
+                retry_in_seconds=round(delay, 3),
+            )
         with anyio.move_on_after(delay):
             await stop_requested.wait()
+
+    def _reconnected(self, worker: str) -> None:
+        down = self._outage.recovered(time.monotonic())
+        if down is not None:
+            log.info("worker_reconnected", worker=worker, down_seconds=round(down, 3))
 
     async def _resolve_lost_commit(
         self, conn: psycopg.AsyncConnection[Any], event_ids: list[int], worker: str
