@@ -7,6 +7,7 @@ Starlette's request and response to ``inbox._receive.receive_async``; the rules 
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from inbox._errors import ConfigError, InboxError
+from inbox._outage import Outage
 from inbox._receive import receive_async, receiver_writer_kwargs
 from inbox._receiver_core import Receiver, ReceiverResponse, normalise_headers
 from inbox._settings import Settings
@@ -99,6 +101,9 @@ def create_app(
             return Response(status_code=400)
         return _to_starlette(reply)
 
+    # Probes come every few seconds: a failing check is logged once per interval.
+    unhealthy = Outage()
+
     async def healthz(request: Request) -> Response:
         try:
             with anyio.fail_after(rules.write_timeout_seconds):
@@ -106,10 +111,12 @@ def create_app(
         except TimeoutError:
             return JSONResponse({"status": "unavailable", "detail": "timeout"}, status_code=503)
         except InboxError as exc:
-            log.warning("health_check_failed", error=str(exc))
+            if unhealthy.failed(time.monotonic()):
+                log.warning("health_check_failed", error=str(exc))
             return JSONResponse(
                 {"status": "unavailable", "detail": type(exc).__name__}, status_code=503
             )
+        unhealthy.recovered(time.monotonic())
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:

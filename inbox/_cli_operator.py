@@ -17,7 +17,7 @@ from inbox._cli_common import (
     filter_from_args,
     print_json,
 )
-from inbox._operator_models import EventDetail, Status
+from inbox._operator_models import Attempt, EventDetail, Status
 from inbox._runtime import database_url
 from inbox._settings import Settings
 from inbox._term import Cell, human_duration, paint, relative, table, use_colour
@@ -159,24 +159,39 @@ def render_event(e: EventDetail) -> str:
     out.append(_indent(table(["#", "RECEIVED", "SHA256", "BODY"], rows, colour=colour)))
     out.append(paint(f"attempts ({len(e.attempts)})", "bold", colour))
     if e.attempts:
+        # "#" numbers the whole history; RUN says which run an attempt belongs to and its
+        # number within it (a replay's attempts count from 1 again).
         attempt_rows: list[list[Cell]] = [
             [
-                str(a.attempt),
+                str(a.sequence),
+                ("live" if a.replay_id is None else f"replay {a.replay_id}") + f" #{a.attempt}",
                 relative(a.started_at, now),
                 human_duration(a.duration.total_seconds()),
                 (a.outcome, STATE_STYLES.get(a.outcome) or ("red" if a.error_class else None)),
                 a.handler or "-",
                 a.worker or "-",
-                "-" if a.replay_id is None else f"{a.replay_id} ({a.replay_reason or ''})",
                 f"{a.error_class}: {a.error_message}" if a.error_class else "",
             ]
             for a in e.attempts
         ]
-        headers = ["#", "STARTED", "TOOK", "OUTCOME", "HANDLER", "WORKER", "REPLAY", "ERROR"]
+        headers = ["#", "RUN", "STARTED", "TOOK", "OUTCOME", "HANDLER", "WORKER", "ERROR"]
         out.append(_indent(table(headers, attempt_rows, colour=colour)))
+        reasons = {a.replay_id: a.replay_reason for a in e.attempts if a.replay_id is not None}
+        out += [f"  replay {run}: {reason or '-'}" for run, reason in reasons.items()]
+        out += _last_traceback(e.attempts, colour)
     else:
         out.append("  (none yet)")
     return "\n".join(out)
+
+
+def _last_traceback(attempts: list[Attempt], colour: bool) -> list[str]:
+    failed = [a for a in attempts if a.error_traceback]
+    if not failed:
+        return []
+    last = failed[-1]
+    more = f"; --json has all {len(failed)}" if len(failed) > 1 else ""
+    title = f"traceback of attempt {last.sequence}{more}"
+    return [paint(title, "bold", colour), _indent(last.error_traceback or "")]
 
 
 def _indent(text: str) -> str:

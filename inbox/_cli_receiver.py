@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,8 @@ from inbox._settings import Settings
 __all__ = ["register", "run_receiver"]
 
 log = structlog.get_logger("inbox.receiver")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -40,7 +47,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_receiver(app: Any, host: str, port: int) -> None:
-    """Serve ``app`` on uvicorn until it is told to stop (SIGINT/SIGTERM)."""
+    """Serve ``app`` on uvicorn until SIGINT/SIGTERM; return once it has stopped cleanly."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -50,7 +57,30 @@ def run_receiver(app: Any, host: str, port: int) -> None:
         log_config=None,  # the CLI configured logging already; uvicorn must not redo it
         server_header=False,
     )
-    uvicorn.Server(config).run()
+    # The writer reports an unreachable database itself, once per interval and with the
+    # fix; the pool's own warning for every reconnection attempt would bury it.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    server = uvicorn.Server(config)
+    with _stop_signals_handled_by(server):
+        server.run()
+
+
+@contextlib.contextmanager
+def _stop_signals_handled_by(server: uvicorn.Server) -> Iterator[None]:
+    """While serving, uvicorn handles SIGINT/SIGTERM itself (a graceful stop); afterwards it
+    raises the signal again for the handler it found, and the default ones end the process
+    by that signal (exit -15) although it stopped cleanly. The handler it finds here is the
+    server's own stop: a signal before uvicorn takes over still stops it, and the repeat
+    after a clean stop changes nothing, so the command returns and exits 0."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _default_url(settings: Settings, source: str) -> str:

@@ -159,6 +159,10 @@ class Attempt:
     error_message: str | None
     replay_id: int | None
     replay_reason: str | None
+    error_traceback: str | None = None
+    sequence: int = 0
+    """The attempt's place in the event's whole history (1, 2, ...); ``attempt`` counts
+    within its run, the live one or a replay (``replay_id``), and restarts with each."""
 
     @property
     def duration(self) -> timedelta:

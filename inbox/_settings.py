@@ -131,6 +131,10 @@ class WorkerSettings(_Section):
     # event, so a handler never runs again because a neighbour failed (for handlers with
     # effects outside the database that must not repeat).
     savepoints: Literal["batch", "event"] = "batch"
+    # What the worker logs of the events it settles (failures are always logged): "batch",
+    # one info line per committed batch (`batch_processed`: outcome counts, sources,
+    # duration); "event", one line per processed event (`event_processed`); "none".
+    log_events: Literal["batch", "event", "none"] = "batch"
 
 
 class ReceiverSettings(_Section):

@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from inbox._db import translate_driver_errors
 from inbox._errors import InboxError
+from inbox._pool_care import PoolCare
 from inbox._write_plan import (
     MAX_WRITE_ROUNDS,
     NOTIFY_WORK,
@@ -59,6 +60,7 @@ class InboxWriter:
         connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self._owns_pool = pool is None
+        self._care: PoolCare | None = None
         if pool is None:
             if dsn is None:
                 raise TypeError("InboxWriter needs a connection string or pool=")
@@ -68,7 +70,10 @@ class InboxWriter:
                 timeout_seconds=timeout_seconds,
                 connection_kwargs=connection_kwargs,
             )
-            pool = ConnectionPool(dsn, open=True, **options)
+            self._care = PoolCare(dsn)
+            pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
+            self._care.attach(pool)
+            pool.open()
         elif dsn is not None:
             raise TypeError("InboxWriter takes a connection string or pool=, not both")
         self._pool: ConnectionPool = pool
@@ -122,6 +127,8 @@ class InboxWriter:
 
         Raises ``DatabaseUnavailableError``, or ``MigrationError`` when the schema is missing.
         """
+        if self._care is not None:
+            self._care.known_down(self._pool)
         with translate_driver_errors("checking the database"), self._pool.connection() as conn:
             conn.execute(PING)
 

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from inbox._db import translate_driver_errors
 from inbox._errors import InboxError
+from inbox._pool_care import AsyncPoolCare
 from inbox._write_groups import WriteGroups
 from inbox._write_plan import (
     MAX_WRITE_ROUNDS,
@@ -57,6 +58,7 @@ class AsyncInboxWriter:
         connection_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self._owns_pool = pool is None
+        self._care: AsyncPoolCare | None = None
         if pool is None:
             if dsn is None:
                 raise TypeError("AsyncInboxWriter needs a connection string or pool=")
@@ -66,7 +68,9 @@ class AsyncInboxWriter:
                 timeout_seconds=timeout_seconds,
                 connection_kwargs=connection_kwargs,
             )
-            pool = AsyncConnectionPool(dsn, open=False, **options)
+            self._care = AsyncPoolCare(dsn)
+            pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
+            self._care.attach(pool)
         elif dsn is not None:
             raise TypeError("AsyncInboxWriter takes a connection string or pool=, not both")
         self._pool: AsyncConnectionPool = pool
@@ -130,6 +134,8 @@ class AsyncInboxWriter:
 
         Raises ``DatabaseUnavailableError``, or ``MigrationError`` when the schema is missing.
         """
+        if self._care is not None:
+            self._care.known_down(self._pool)
         with translate_driver_errors("checking the database"):
             await self.open()
             async with self._pool.connection() as conn:

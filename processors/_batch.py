@@ -208,14 +208,7 @@ class BatchRunner:
 
         decision = self._decide(item, route.name, error, started)
         if error is None:
-            # Not through _bound: binding costs more than the filtered-out debug call.
-            log.debug(
-                "event_processed",
-                event_id=event.id,
-                source=event.source,
-                handler=decision.handler,
-                worker=self._worker,
-            )
+            # Logged by the worker once the batch has committed (log_events).
             return decision
         self._log_failure(event, decision)
         if shared:
@@ -253,12 +246,18 @@ class BatchRunner:
         if decision.outcome == "retry":
             bound.info("event_retry_requested", after_seconds=decision.delay_seconds)
         elif decision.outcome == "dead":
-            bound.error("event_dead", error=f"{decision.error_class}: {decision.error_message}")
+            bound.error(
+                "event_dead",
+                error=f"{decision.error_class}: {decision.error_message}",
+                exception=decision.error_traceback,
+            )
         else:
+            # "exception" is where structlog's renderers expect a formatted traceback.
             bound.warning(
                 "handler_failed",
                 error=f"{decision.error_class}: {decision.error_message}",
                 retry_in_seconds=round(decision.delay_seconds, 3),
+                exception=decision.error_traceback,
             )
 
     async def _call(

@@ -7,18 +7,44 @@ statement per batch.
 from __future__ import annotations
 
 import random
+import traceback
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from types import TracebackType
 from typing import Literal
 
 from processors._event import Retry
 
-__all__ = ["Claimed", "Decision", "Policy", "backoff_seconds", "decide"]
+__all__ = [
+    "Claimed",
+    "Decision",
+    "Policy",
+    "backoff_seconds",
+    "bounded_traceback",
+    "decide",
+    "idle_wait_seconds",
+    "outcome_counts",
+    "reconnect_delay",
+]
 
 OutcomeName = Literal["processed", "skipped", "failed", "retry", "dead", "crashed", "released"]
 StateName = Literal["done", "pending", "dead"]
 
 MAX_ERROR_MESSAGE = 2000
+# inbox_attempts.error_traceback's check (migration 0004).
+MAX_TRACEBACK = 16384
+# Reconnection after a lost connection: a short first retry, doubling, capped low, so a
+# worker is back at work within this long of PostgreSQL accepting connections again.
+RECONNECT_FIRST_SECONDS = 0.1
+RECONNECT_MAX_SECONDS = 0.5
+# An idle worker wakes this long after the next event falls due: the server's clock decides
+# when it is due, and waking a hair early would only find nothing and wait again.
+DUE_MARGIN_SECONDS = 0.005
+# The frames of the machinery that called the handler: a traceback starts at the first
+# frame that is not one of theirs, so it opens on the handler's own code.
+_MACHINERY = ("processors.", "anyio.", "asyncio.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +79,7 @@ class Decision:
     error_class: str | None
     error_message: str | None
     replay_id: int | None
+    error_traceback: str | None = None
 
 
 class HandlerTimeoutError(Exception):
@@ -78,12 +105,42 @@ def backoff_seconds(failures: int, base: float, cap: float, rng: random.Random) 
     return rng.uniform(0.0, ceiling)
 
 
-def _storable(text: str) -> str:
+def _escaped(text: str) -> str:
     """``text`` as PostgreSQL text can hold it: no NUL, no lone surrogate (say, from a file
     name that was not UTF-8). A message the settle could not store would roll the whole
     batch back and charge every event in it with a crash."""
     escaped = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace")
-    return escaped.decode("utf-8")[:MAX_ERROR_MESSAGE]
+    return escaped.decode("utf-8")
+
+
+def _storable(text: str) -> str:
+    return _escaped(text)[:MAX_ERROR_MESSAGE]
+
+
+def _handler_frames(tb: TracebackType | None) -> TracebackType | None:
+    while tb is not None and tb.tb_next is not None:
+        if not str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_MACHINERY):
+            break
+        tb = tb.tb_next
+    return tb
+
+
+def bounded_traceback(error: BaseException, limit: int = MAX_TRACEBACK) -> str:
+    """The formatted traceback of ``error`` (with its causes), at most ``limit`` characters.
+
+    When it must be cut, the start goes: the end holds the frame that raised and the
+    exception itself, which is what an operator reads first.
+    """
+    try:
+        lines = traceback.format_exception(type(error), error, _handler_frames(error.__traceback__))
+        text = _escaped("".join(lines))
+    except Exception:  # noqa: BLE001 - an exception whose __str__ fails in formatting
+        text = _escaped(f"{type(error).__name__} (its traceback could not be formatted)\n")
+    if len(text) <= limit:
+        return text
+    marker = "... (start of the traceback cut: {} characters)\n"
+    keep = limit - len(marker.format(len(text)))
+    return marker.format(len(text) - keep) + text[-keep:]
 
 
 def _message(exc: BaseException) -> str:
@@ -114,6 +171,8 @@ def decide(
         error_class: str | None = None,
         error_message: str | None = None,
     ) -> Decision:
+        # A failure keeps where it happened; a Retry is a request, not a failure.
+        kept = None if error is None or isinstance(error, Retry | NoRouteError) else error
         return Decision(
             event_id=claimed.event_id,
             attempt=attempts,
@@ -126,6 +185,7 @@ def decide(
             error_class=error_class,
             error_message=error_message,
             replay_id=claimed.replay_id,
+            error_traceback=None if kept is None else bounded_traceback(kept),
         )
 
     this_attempt = claimed.attempts + 1
@@ -208,3 +268,25 @@ def decide_crashed(claimed: Claimed, *, now: datetime) -> Decision:
 def decide_released(claimed: Claimed, *, now: datetime) -> Decision:
     """Claimed but not run (shutdown or the batch's time budget): back to the queue as is."""
     return _not_run(claimed, now, attempt=claimed.attempts, outcome="released", state="pending")
+
+
+def outcome_counts(decisions: Iterable[Decision]) -> dict[str, int]:
+    """How many of a batch's decisions had each outcome (for its log line)."""
+    counts: Counter[str] = Counter(d.outcome for d in decisions)
+    return {"processed": counts.pop("processed", 0), **counts}
+
+
+def idle_wait_seconds(poll_interval: float, next_due_in: float | None) -> float:
+    """How long an idle worker waits for a wake-up: its poll interval, or less when an
+    event (a scheduled retry) falls due sooner."""
+    if next_due_in is None:
+        return poll_interval
+    return min(poll_interval, max(next_due_in, 0.0) + DUE_MARGIN_SECONDS)
+
+
+def reconnect_delay(failures: int, rng: random.Random) -> float:
+    """The wait before reconnection attempt ``failures`` (1, 2, ...): exponential from
+    ``RECONNECT_FIRST_SECONDS``, capped at ``RECONNECT_MAX_SECONDS``, jittered down by up to
+    half so that a fleet of workers does not reconnect in lockstep."""
+    ceiling = min(RECONNECT_MAX_SECONDS, RECONNECT_FIRST_SECONDS * 2.0 ** max(failures - 1, 0))
+    return ceiling * rng.uniform(0.5, 1.0)

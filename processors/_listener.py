@@ -9,6 +9,7 @@ connection would leave the workers on the fallback poll forever without anyone n
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,9 @@ import anyio
 import psycopg
 import structlog
 
+from inbox._outage import Outage
 from inbox._sql import NOTIFY_CHANNEL
+from processors._decide import reconnect_delay
 from processors._metrics import WorkerMetrics
 
 __all__ = ["Listener", "Wakeup"]
@@ -63,6 +66,7 @@ class Listener:
         self._worker = worker
         self._on_connected = on_connected
         self._rng = random.Random()
+        self._outage = Outage()
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting with backoff."""
@@ -76,6 +80,7 @@ class Listener:
                 ) as conn:
                     await conn.execute(LISTEN)
                     failures = 0
+                    self._outage.recovered(time.monotonic())
                     self._metrics.listener_up.set(1)
                     log.info("listener_connected", worker=self._worker)
                     # Anything committed while we were not listening: sweep now.
@@ -87,13 +92,14 @@ class Listener:
                 failures += 1
                 self._metrics.listener_up.set(0)
                 self._metrics.listener_reconnects.inc()
-                delay = min(10.0, 0.1 * 2**failures) * self._rng.uniform(0.5, 1.0)
-                log.warning(
-                    "listener_lost",
-                    worker=self._worker,
-                    error=f"{type(exc).__name__}: {exc}",
-                    retry_in_seconds=round(delay, 3),
-                )
+                delay = reconnect_delay(failures, self._rng)
+                if self._outage.failed(time.monotonic()):
+                    log.warning(
+                        "listener_lost",
+                        worker=self._worker,
+                        error=f"{type(exc).__name__}: {exc}",
+                        retry_in_seconds=round(delay, 3),
+                    )
                 # The claim loops keep polling meanwhile; wake them so they sweep now.
                 self._wakeup.set()
                 await anyio.sleep(delay)

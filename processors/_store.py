@@ -20,6 +20,7 @@ QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
 CLAIM_SUSPECT: LiteralString = QUERIES["claim_suspect"]
 COUNT_CLAIMS: LiteralString = QUERIES["count_claims"]
+NEXT_DUE: LiteralString = QUERIES["next_due"]
 SETTLE_BATCH: LiteralString = QUERIES["settle_batch"]
 UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
 
@@ -127,6 +128,13 @@ class WorkStore:
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
         return Claim(batch=[_claimed_event(row) for row in rows], suspect_waiting=suspect_waiting)
 
+    async def next_due_in(self, conn: AsyncConn) -> float | None:
+        """Seconds until the earliest pending event that is not due yet; None if none."""
+        cursor = conn.cursor(row_factory=tuple_row)
+        await cursor.execute(NEXT_DUE)
+        row = await cursor.fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     async def count_claims(
         self, side_conn: AsyncConn, event_ids: Sequence[int], worker: str
     ) -> None:
@@ -151,6 +159,7 @@ class WorkStore:
                 "error_classes": [d.error_class for d in decisions],
                 "error_messages": [d.error_message for d in decisions],
                 "replay_ids": [d.replay_id for d in decisions],
+                "error_tracebacks": [d.error_traceback for d in decisions],
                 "worker": worker,
             },
         )

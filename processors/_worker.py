@@ -11,7 +11,8 @@ import os
 import random
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,9 +20,16 @@ import anyio
 import psycopg
 import structlog
 
+from inbox._outage import Outage, describe_server
 from inbox._settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
-from processors._decide import Policy
+from processors._decide import (
+    Decision,
+    Policy,
+    idle_wait_seconds,
+    outcome_counts,
+    reconnect_delay,
+)
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
@@ -90,6 +98,7 @@ class Worker:
         self._stop_requested: anyio.Event | None = None
         self._stopping = False
         self._rng = random.Random()
+        self._outage = Outage()
         self._policy = Policy(
             max_attempts=settings.max_attempts,
             max_crashes=settings.max_crashes,
@@ -205,6 +214,7 @@ class Worker:
         while not self._stopping:
             try:
                 async with self._connections(n) as (conn, side, sync_view):
+                    self._reconnected(worker)
                     if unresolved:
                         await self._resolve_lost_commit(conn, unresolved, worker)
                         unresolved = []
@@ -215,7 +225,11 @@ class Worker:
                         # every fresh connection must not become a busy loop.
                         failures = 0
                         if claimed == 0:
-                            with anyio.move_on_after(self._settings.poll_interval_seconds):
+                            # The table is the truth: a retry due before the next poll,
+                            # scheduled by any process, sets the wait.
+                            due_in = await self._store.next_due_in(side)
+                            poll = self._settings.poll_interval_seconds
+                            with anyio.move_on_after(idle_wait_seconds(poll, due_in)):
                                 await wake.wait()
             except CommitOutcomeUnknownError as exc:
                 unresolved = exc.event_ids
@@ -231,15 +245,24 @@ class Worker:
         self, worker: str, failures: int, exc: BaseException, stop_requested: anyio.Event
     ) -> None:
         self.metrics.reconnects.inc()
-        delay = min(5.0, 0.05 * 2**failures) * self._rng.uniform(0.5, 1.0)
-        log.warning(
-            "worker_connection_lost",
-            worker=worker,
-            error=f"{type(exc).__name__}: {exc}",
-            retry_in_seconds=round(delay, 3),
-        )
+        delay = reconnect_delay(failures, self._rng)
+        # While the database stays down, once per interval (the reconnects metric counts
+        # every attempt).
+        if self._outage.failed(time.monotonic()):
+            log.warning(
+                "worker_connection_lost",
+                worker=worker,
+                server=describe_server(self._dsn),
+                error=f"{type(exc).__name__}: {exc}",
+                retry_in_seconds=round(delay, 3),
+            )
         with anyio.move_on_after(delay):
             await stop_requested.wait()
+
+    def _reconnected(self, worker: str) -> None:
+        down = self._outage.recovered(time.monotonic())
+        if down is not None:
+            log.info("worker_reconnected", worker=worker, down_seconds=round(down, 3))
 
     async def _resolve_lost_commit(
         self, conn: psycopg.AsyncConnection[Any], event_ids: list[int], worker: str
@@ -321,8 +344,50 @@ class Worker:
             await conn.commit()
         except CONNECTION_ERRORS as exc:
             raise CommitOutcomeUnknownError(event_ids) from exc
+        elapsed = time.monotonic() - started
         self.metrics.batches.inc()
-        self.metrics.batch_seconds.observe(time.monotonic() - started)
+        self.metrics.batch_seconds.observe(elapsed)
         for decision in decisions:
             self.metrics.outcomes.labels(decision.outcome).inc()
+        self._log_settled(worker, batch, decisions, elapsed)
         return len(batch)
+
+    def _log_settled(
+        self,
+        worker: str,
+        batch: Sequence[ClaimedEvent],
+        decisions: Sequence[Decision],
+        seconds: float,
+    ) -> None:
+        """After the commit, so a line says what is durably done (failures were logged as
+        they happened)."""
+        mode = self._settings.log_events
+        if mode == "batch":
+            log.info(
+                "batch_processed",
+                worker=worker,
+                events=len(decisions),
+                **outcome_counts(decisions),
+                sources=dict(Counter(item.event.source for item in batch)),
+                duration_ms=round(seconds * 1000, 1),
+            )
+        elif mode == "event":
+            events = {item.event.id: item.event for item in batch}
+            for decision in decisions:
+                if decision.outcome != "processed":
+                    continue
+                event = events[decision.event_id]
+                log.info(
+                    "event_processed",
+                    event_id=event.id,
+                    source=event.source,
+                    key=event.key,
+                    type=event.type,
+                    handler=decision.handler,
+                    attempt=event.attempt,
+                    replay_id=decision.replay_id,
+                    worker=worker,
+                    duration_ms=round(
+                        (decision.finished_at - decision.started_at).total_seconds() * 1000, 1
+                    ),
+                )

@@ -143,3 +143,15 @@ class RestartablePostgres:
         with contextlib.suppress(Exception):
             self._pg_ctl("-w", "-m", "fast", "stop")
         self._embedded.stop()
+
+
+@contextlib.contextmanager
+def restartable_database(base: Path, name: str) -> Iterator[tuple[RestartablePostgres, str]]:
+    """A server of the test's own and a migrated database ``name`` on it."""
+    server = RestartablePostgres(base)
+    maintenance = server.start()
+    try:
+        with migrated_template(maintenance) as template:
+            yield server, create_database(maintenance, name, template=template)
+    finally:
+        server.stop()

@@ -171,8 +171,11 @@ where event_id = %(id)s::bigint
 order by id
 
 -- name: event_attempts
+-- `attempt` counts within a run (a replay starts its own at 1, with a fresh budget); the
+-- sequence numbers the event's whole history, so no two attempts share a number.
 select a.attempt, a.started_at, a.finished_at, a.outcome, a.handler, a.worker,
-       a.error_class, a.error_message, a.replay_id, r.reason as replay_reason
+       a.error_class, a.error_message, a.replay_id, r.reason as replay_reason,
+       a.error_traceback, row_number() over (order by a.id) as sequence
 from inbox_attempts a
 left join inbox_replays r on r.id = a.replay_id
 where a.event_id = %(id)s::bigint

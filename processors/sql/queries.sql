@@ -32,6 +32,29 @@ order by c.last_claimed_at, c.event_id
 limit 1
 for update of w skip locked
 
+-- name: next_due
+-- Seconds until the earliest pending event that is not due yet (null: none), so an idle
+-- worker wakes when a retry falls due, whoever scheduled it, rather than at its next poll.
+-- The partial index inbox_work_claim leads with priority: a loose index scan finds each
+-- priority in use, then one probe per priority finds its first run_at after now.
+with recursive priorities(priority) as (
+    (select priority from inbox_work where state = 'pending' order by priority limit 1)
+    union all
+    select (select w.priority from inbox_work w
+            where w.state = 'pending' and w.priority > p.priority
+            order by w.priority limit 1)
+    from priorities p
+    where p.priority is not null
+)
+select extract(epoch from min(next.run_at) - now())::float8
+from priorities p
+cross join lateral (
+    select w.run_at from inbox_work w
+    where w.state = 'pending' and w.priority = p.priority and w.run_at > now()
+    order by w.run_at
+    limit 1
+) as next
+
 -- name: count_claims
 -- On the separate autocommit connection, before any handler runs: one commit per batch.
 insert into inbox_claims (event_id, last_worker)
@@ -59,9 +82,10 @@ with outcome as (
         %(handlers)s::text[],
         %(error_classes)s::text[],
         %(error_messages)s::text[],
-        %(replay_ids)s::bigint[]
+        %(replay_ids)s::bigint[],
+        %(error_tracebacks)s::text[]
     ) as o(event_id, attempt, outcome, state, delay, started_at, finished_at, handler,
-           error_class, error_message, replay_id)
+           error_class, error_message, replay_id, error_traceback)
 ),
 finished as (
     delete from inbox_work w
@@ -93,9 +117,9 @@ unclaimed_released as (
 )
 insert into inbox_attempts
     (event_id, attempt, started_at, finished_at, outcome, handler, worker,
-     error_class, error_message, replay_id)
+     error_class, error_message, replay_id, error_traceback)
 select event_id, attempt, started_at, finished_at, outcome, handler, %(worker)s,
-       error_class, error_message, replay_id
+       error_class, error_message, replay_id, error_traceback
 from outcome
 where outcome <> 'released'
 

@@ -11,7 +11,7 @@ import psycopg
 from inbox import InboxWriter
 from inbox._settings import WorkerSettings
 from processors import Router, Worker, WorkerMetrics
-from tests._wait import await_for
+from tests._wait import await_for, scalar
 
 FAST = {
     "poll_interval_seconds": 0.5,
@@ -64,3 +64,19 @@ def run_worker_until(
 
     anyio.run(main)
     return worker.metrics
+
+
+def run_until_first_attempt(url: str, router: Router) -> WorkerMetrics:
+    """Run a worker until one attempt is recorded; a failure's retry is an hour away."""
+    return run_worker_until(
+        url,
+        router,
+        lambda: scalar(url, "select count(*) from inbox_attempts") >= 1,
+        worker_settings=settings(backoff_base_seconds=3600, backoff_max_seconds=3600),
+        what="the first attempt",
+    )
+
+
+def work_left(url: str) -> int:
+    """Events still pending in the queue."""
+    return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))

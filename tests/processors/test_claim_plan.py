@@ -89,3 +89,29 @@ def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
     fetches = [n for n in _nodes(large_plan["Plan"]) if n.get("Relation Name") == "inbox_events"]
     assert [n.get("Index Name") for n in fetches] == ["inbox_events_pkey"]
     assert _blocks(fetches[0]) <= 4 * 100
+
+
+def test_the_next_due_lookup_probes_the_claim_index(db_url: str) -> None:
+    from processors._store import NEXT_DUE
+
+    _load(db_url, history=1000)
+    with psycopg.connect(db_url) as conn:
+        # Live work and a replay run, some due later: both priorities are looked at.
+        conn.execute(
+            "update inbox_work set run_at = now() + interval '1 hour' * (event_id % 3),"
+            " priority = event_id % 2"
+        )
+        conn.commit()
+        conn.execute("analyze inbox_work")
+        due_in = conn.execute(NEXT_DUE).fetchone()
+        row = conn.execute("explain (analyze, buffers, format json) " + NEXT_DUE).fetchone()
+    assert due_in is not None
+    assert 3500 < due_in[0] <= 3600
+    assert row is not None
+    plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+    work_scans = [n for n in _nodes(plan[0]["Plan"]) if n.get("Relation Name") == "inbox_work"]
+    assert work_scans
+    assert {n["Node Type"] for n in work_scans} <= {"Index Scan", "Index Only Scan"}
+    assert {n["Index Name"] for n in work_scans} == {"inbox_work_claim"}
+    # A handful of index probes, not a walk over the pending rows.
+    assert _blocks(plan[0]["Plan"]) <= 30

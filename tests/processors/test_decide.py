@@ -53,3 +53,31 @@ def test_success_failure_dead_and_retry() -> None:
         2,
         30.0,
     )
+
+
+def test_an_idle_worker_waits_for_its_poll_or_the_next_due_event() -> None:
+    from processors._decide import idle_wait_seconds
+
+    assert idle_wait_seconds(5.0, None) == 5.0
+    assert idle_wait_seconds(5.0, 60.0) == 5.0
+    assert 0.3 <= idle_wait_seconds(60.0, 0.3) < 0.31
+    assert 0.0 < idle_wait_seconds(60.0, -1.0) < 0.01  # already due: look again at once
+
+
+def test_a_traceback_is_bounded_from_its_start() -> None:
+    from processors._decide import bounded_traceback
+
+    def fails() -> None:
+        raise ValueError("x" * 50 + "\x00 end")
+
+    try:
+        fails()
+    except ValueError as exc:
+        error = exc
+    whole = bounded_traceback(error)
+    assert whole.startswith("Traceback (most recent call last):\n")
+    assert whole.endswith("ValueError: " + "x" * 50 + "\\x00 end\n")  # NUL is not storable
+    cut = bounded_traceback(error, limit=120)
+    assert len(cut) == 120
+    assert cut.startswith("... (start of the traceback cut: ")
+    assert cut.endswith(whole[-60:])

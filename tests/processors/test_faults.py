@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from inbox import InboxWriter
-from tests._pg import RestartablePostgres, create_database, migrated_template
+from tests._pg import restartable_database
 from tests._wait import scalar, wait_for
 from tests.processors._procs import WorkerProcess
 from tests.processors._support import create_business_table
@@ -204,11 +204,8 @@ def test_sigterm_mid_batch_exits_zero_and_commits_the_batch_whole(
 def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
     tmp_path: Path, server_dir: Path, workers: list[WorkerProcess]
 ) -> None:
-    server = RestartablePostgres(server_dir)
-    maintenance = server.start()
-    try:
-        with migrated_template(maintenance) as template:
-            url = create_database(maintenance, "crashy", template=template)
+    with restartable_database(server_dir, "crashy") as (server, url):
+        try:
             create_business_table(url)
             write_orders(url, 1500)
             workers.extend(
@@ -239,7 +236,6 @@ def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
                 assert worker.terminate() == 0, worker.output()
             assert_each_effect_exactly_once(url, 1500)
             assert any("worker_connection_lost" in w.output() for w in workers)
-    finally:
-        for worker in workers:
-            worker.close()
-        server.stop()
+        finally:
+            for worker in workers:
+                worker.close()

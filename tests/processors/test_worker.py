@@ -11,14 +11,12 @@ from processors import Event, Retry, Router
 from tests._wait import scalar
 from tests.processors._support import (
     create_business_table,
+    run_until_first_attempt,
     run_worker_until,
     settings,
+    work_left,
     write_events,
 )
-
-
-def _work_left(url: str) -> int:
-    return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))
 
 
 def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
@@ -33,7 +31,7 @@ def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
             [event.id, event.json()["n"]],
         )
 
-    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0, what="an empty queue")
+    run_worker_until(db_url, router, lambda: work_left(db_url) == 0, what="an empty queue")
     assert scalar(db_url, "select count(*) from payments") == 200
     assert scalar(db_url, "select count(distinct event_id) from payments") == 200
     assert scalar(db_url, "select count(*) from inbox_work") == 0
@@ -57,7 +55,7 @@ def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(db_url: str
         seen.append(type(conn))
         conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
-    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
     assert set(seen) == {psycopg.Connection}
     assert scalar(db_url, "select count(*) from payments") == 50
 
@@ -82,12 +80,7 @@ def test_a_handler_that_writes_then_raises_leaves_no_business_row(db_url: str, k
             conn.execute("insert into payments (event_id) values (%s)", [event.id])
             raise RuntimeError("card network said no")
 
-    run_worker_until(
-        db_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
-        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
-    )
+    run_until_first_attempt(db_url, router)
     assert scalar(db_url, "select count(*) from payments") == 0
     with psycopg.connect(db_url) as conn:
         attempt = conn.execute(
@@ -143,7 +136,7 @@ def test_retry_after_reschedules_without_counting_a_failure(db_url: str) -> None
         if len(calls) == 1:
             raise Retry(after=0.3, reason="rate limited")
 
-    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
     with psycopg.connect(db_url) as conn:
         rows = conn.execute(
             "select outcome, attempt, error_message, finished_at from inbox_attempts order by id"
@@ -166,7 +159,7 @@ def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str) -> No
     async def invoices(event: Event, conn: Any) -> None:
         raise AssertionError("must not run")
 
-    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
     with psycopg.connect(db_url) as conn:
         row = conn.execute("select outcome, error_message from inbox_attempts").fetchone()
     assert row is not None
@@ -193,12 +186,7 @@ def test_async_handler_deadline_is_a_failed_attempt(db_url: str) -> None:
     async def hangs(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
         await conn.execute("select pg_sleep(30)")
 
-    run_worker_until(
-        db_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
-        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
-    )
+    run_until_first_attempt(db_url, router)
     row = scalar(db_url, "select error_class || ': ' || error_message from inbox_attempts")
     assert row.startswith("HandlerTimeoutError: handler ")
     assert "exceeded 0.2 s" in row
@@ -234,7 +222,7 @@ def test_event_fields_reach_the_handler(db_url: str) -> None:
     async def capture(event: Event, conn: Any) -> None:
         seen.append(event)
 
-    run_worker_until(db_url, router, lambda: _work_left(db_url) == 0)
+    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
     [event] = seen
     assert (event.source, event.key, event.type, event.attempt) == (
         "stripe",
@@ -268,7 +256,7 @@ def test_worker_sessions_carry_server_side_guardrails(db_url: str) -> None:
     run_worker_until(
         db_url,
         router,
-        lambda: _work_left(db_url) == 0,
+        lambda: work_left(db_url) == 0,
         worker_settings=settings(handler_timeout_seconds=7),
     )
     assert seen == {

@@ -134,14 +134,14 @@ def test_send_a_file_and_a_rejection_is_reported(
     assert "HTTP 404" in inbox("send", "sw", "--url", other, config=config).stdout
 
 
-def test_serve_warns_about_unverified_sources_and_stops_on_sigterm(
+def test_serve_warns_about_unverified_sources_and_exits_zero_on_sigterm(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
     _config, _port, process = served
     process.send_signal(signal.SIGTERM)
     _out, err = process.communicate(timeout=30)
-    # uvicorn shuts down gracefully, then re-raises the signal it caught
-    assert process.returncode in (0, -signal.SIGTERM)
+    # a clean stop is a success, not a death by the signal (uvicorn re-raises it)
+    assert process.returncode == 0
     assert "receiver_stopped" in err  # the lifespan ran: the writer's pool was closed
     warnings = [
         json.loads(line) for line in err.splitlines() if "unverified_source_configured" in line
