@@ -8,10 +8,12 @@ from typing import Any
 
 from inbox import queries
 from inbox._cli_common import (
+    above_zero,
     add_filter_arguments,
     confirm,
     events_table,
     filter_from_args,
+    positive_int,
     print_json,
 )
 from inbox._errors import RefusedError
@@ -122,15 +124,13 @@ def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("--rate is events per second, more than 0")
-    return value
+_rate = above_zero("events per second")
 
 
 def _replay_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ids", nargs="*", type=int, help="event ids (combine with filters)")
+    parser.add_argument(
+        "ids", nargs="*", type=positive_int, help="event ids (combine with filters)"
+    )
     parser.add_argument("--reason", required=True, help="why: recorded with the run")
     parser.add_argument("--dry-run", action="store_true", help="count and sample, change nothing")
     parser.add_argument(
@@ -156,7 +156,9 @@ def register(commands: Any) -> None:
     )
     listing = dead.add_parser("list", help="dead-lettered events, newest first")
     add_filter_arguments(listing, states=False)
-    listing.add_argument("--limit", type=int, default=50, help="events per page (default 50)")
+    listing.add_argument(
+        "--limit", type=positive_int, default=50, help="events per page (default 50)"
+    )
     listing.add_argument("--before", type=int, help="the page after this event id (keyset)")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(handler=_dead_list)
