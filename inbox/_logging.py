@@ -7,6 +7,8 @@ import sys
 
 import structlog
 
+from inbox._term import use_colour
+
 __all__ = ["configure_logging"]
 
 
@@ -14,7 +16,7 @@ def configure_logging(*, console: bool, level: int = logging.INFO) -> None:
     """Readable lines with ``console`` (for a person at a terminal), else JSON lines (for a
     log collector). Records below ``level`` are dropped."""
     renderer: structlog.types.Processor = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        structlog.dev.ConsoleRenderer(colors=use_colour(sys.stderr))
         if console
         else structlog.processors.JSONRenderer()
     )
