@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             confirm=ask,
             progress=advance,
             kind="dead-retry" if kind == "dead-retry" else "replay",
+            include_processed=args.include_processed,
         )
     for bar in bars:
         bar.close()
@@ -83,11 +84,23 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
     return 1 if result.cancelled else 0
 
 
+def _processed_note(result: ReplayResult) -> str:
+    if not result.already_processed:
+        return ""
+    return (
+        f" {result.already_processed} of them were processed successfully before: their"
+        " handlers run again, and their database writes happen again unless the handlers"
+        " are replay-safe (docs/operations.md)."
+    )
+
+
 def _render(result: ReplayResult) -> str:
     if result.dry_run:
         lines = [
             f"dry run: {result.selected} event(s) selected; {result.queued} would be queued,"
             f" {result.already_pending} already have pending work. Nothing was changed."
+            + _processed_note(result)
+            + (" Going ahead needs --include-processed." if result.already_processed else "")
         ]
         if result.sample:
             lines += [f"sample ({len(result.sample)}):", events_table(result.sample)]
@@ -99,7 +112,7 @@ def _render(result: ReplayResult) -> str:
     return (
         f"replay run {result.replay_id}: queued {result.queued} of {result.selected} selected"
         f" event(s); {result.already_pending} already had pending work and were left alone."
-        " Workers run them after live work."
+        " Workers run them after live work." + _processed_note(result)
     )
 
 
@@ -138,6 +151,12 @@ def _replay_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rate", type=_rate, help="at most this many events per second (spread by due time)"
+    )
+    parser.add_argument(
+        "--include-processed",
+        action="store_true",
+        help="also re-run events that were processed successfully before (their handlers'"
+        " writes happen again unless the handlers are replay-safe); refused without it",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
