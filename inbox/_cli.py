@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn
 
-from inbox._errors import ConfigError, InboxError
+from inbox._errors import ConfigError, DatabaseUnavailableError, InboxError
 from inbox._logging import configure_logging
 from inbox._runtime import database_url
 from inbox._settings import Settings, load_settings, settings_file
@@ -141,6 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = settings_file(args.config)
             message = f"{path}: {message}" if path else message
         print(f"inbox: error: {_one_line(message)}", file=sys.stderr)
+        return 2
+    except DatabaseUnavailableError as exc:
+        print(
+            f"inbox: error: {_one_line(str(exc))} (the URL comes from INBOX_DATABASE_URL,"
+            " else [database] url in the settings file)",
+            file=sys.stderr,
+        )
         return 2
     except InboxError as exc:
         print(f"inbox: error: {_one_line(str(exc))}", file=sys.stderr)
