@@ -17,6 +17,7 @@ from inbox._term import Cell, relative, table, use_colour
 from inbox.queries import parse_time
 
 __all__ = [
+    "MAX_BIGINT",
     "STATE_STYLES",
     "above_zero",
     "add_filter_arguments",
@@ -47,6 +48,10 @@ def _time(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# Event ids, limits and counts end up as PostgreSQL bigint parameters.
+MAX_BIGINT = 2**63 - 1
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1."""
     try:
@@ -55,6 +60,8 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_BIGINT:
+        raise argparse.ArgumentTypeError(f"too large: {value} (at most {MAX_BIGINT})")
     return value
 
 
@@ -100,7 +107,9 @@ positive_seconds = above_zero("seconds")
 def event_ref(text: str) -> str:
     """An argparse type: an event id, or ``SOURCE:KEY``."""
     source, sep, key = text.partition(":")
-    if not text.isdigit() and not (sep and source and key):
+    if text.isdigit():
+        positive_int(text)  # ids are bigint: a longer number is refused here, not by SQL
+    elif not (sep and source and key):
         raise argparse.ArgumentTypeError(
             f"not an event: {text!r}; give its id (42) or SOURCE:KEY (stripe:evt_1),"
             " as `inbox events list` shows them"

@@ -178,7 +178,9 @@ def register(commands: Any) -> None:
     listing.add_argument(
         "--limit", type=positive_int, default=50, help="events per page (default 50)"
     )
-    listing.add_argument("--before", type=int, help="the page after this event id (keyset)")
+    listing.add_argument(
+        "--before", type=positive_int, help="the page after this event id (keyset)"
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(handler=_dead_list)
     retry = dead.add_parser("retry", help="queue dead letters again (all, or those selected)")
