@@ -17,6 +17,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -288,11 +289,24 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}", path=str(path)) from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc})", path=str(path)) from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror}", path=str(path)) from exc
     _TOML_PATH_FOR_LOAD["path"] = path
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         raise _config_error(exc, path) from exc
+    except SettingsError as exc:  # a variable holding a section or a list that is not JSON
+        field = re.search(r'field "([^"]+)"', str(exc))
+        name = f"INBOX_{field.group(1).upper()}" if field else "an INBOX_* variable"
+        raise ConfigError(
+            f"invalid configuration in environment variable {name}: not valid JSON (a section"
+            """ or list in one variable is JSON, e.g. INBOX_WORKER='{"max_attempts": 5}';"""
+            " or set one key: INBOX_WORKER__MAX_ATTEMPTS=5)",
+            field=field.group(1) if field else None,
+        ) from exc
     finally:
         _TOML_PATH_FOR_LOAD["path"] = None
 

@@ -96,6 +96,8 @@ def test_a_bad_argument_is_one_line_and_exit_2(
         ("INBOX_DATABASE__URL", "host=db bogus=1", ["INBOX_DATABASE__URL", "bogus"]),
         ("INBOX_DATABASE_URL", "postgresql://u:hunter2@db:port/x", ["port", "u:***@"]),
         ("INBOX_WORKER__BATCH_SIZE", "100", ["worker.batch_size", f"at most {MAX_BATCH_SIZE}"]),
+        ("INBOX_SOURCES", "[{bad", ["INBOX_SOURCES", "not valid JSON"]),
+        ("INBOX_CONFIG", ".", ["cannot read it", "Is a directory"]),
     ],
 )
 def test_a_bad_setting_names_the_variable_and_what_to_write(
@@ -122,6 +124,14 @@ def test_a_batch_size_over_the_cap_in_a_file_names_the_file_and_the_reason(
     assert str(config) in line
     assert "worker.batch_size = 100" in line
     assert "subtransaction" in line
+
+
+def test_a_settings_file_that_is_not_text_is_one_line(cli: Run, tmp_path: Path) -> None:
+    config = tmp_path / "inbox.toml"
+    config.write_bytes(b"\xff\xfe[worker]\n")
+    code, _, err = cli("--config", str(config), "status")
+    assert code == 2
+    assert "not UTF-8" in _one_error_line(err)
 
 
 def test_an_unset_secrets_env_names_the_variable_the_source_and_the_file(
