@@ -335,8 +335,5 @@ def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
         message = err["msg"].removeprefix("Value error, ")
         problems.append(f"{field}{shown}: {message}")
     where = " and ".join(sorted(origins))
-    if len(problems) == 1:
-        message = f"invalid configuration in {where}: {problems[0]}"
-    else:
-        message = f"invalid configuration in {where}:\n" + "\n".join(f"  {p}" for p in problems)
+    message = f"invalid configuration in {where}: " + "; ".join(problems)
     return ConfigError(message, path=str(path) if path else None, field=first_field)
