@@ -72,7 +72,7 @@ async def main(url: str, app: str) -> None:
     with psycopg.connect(url) as conn:
         row = conn.execute("select count(*) from inbox_work").fetchone()
     events = int(row[0]) if row else 0
-    configure_logging(dev=False)  # as the CLI does: INFO and up, JSON on stderr
+    configure_logging(console=False)  # as the CLI does: INFO and up, JSON on stderr
     _wrap()
     router = getattr(_apps, app)
     worker = Worker(url, router, WorkerSettings(), concurrency=1)

@@ -75,7 +75,7 @@ def create_app(
         dsn = dsn or settings.database.url
         if not dsn:
             raise ConfigError(
-                "the receiver needs a database: set [database] url (INBOX_DATABASE__URL), "
+                "the receiver needs a database: set [database] url (INBOX_DATABASE_URL), "
                 "pass dsn= or writer=, or run `inbox serve`, which starts the embedded one"
             )
     rules = receiver if receiver is not None else Receiver(settings)

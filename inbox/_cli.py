@@ -5,18 +5,43 @@ are registered through the ``pg_inbox.cli`` entry points, so ``inbox`` never imp
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from typing import NoReturn
 
-from inbox._errors import InboxError
+from inbox._errors import ConfigError, DatabaseUnavailableError, InboxError
 from inbox._logging import configure_logging
 from inbox._runtime import database_url
-from inbox._settings import Settings, load_settings
+from inbox._settings import Settings, load_settings, settings_file
 
 __all__ = ["main"]
 
 Command = Callable[[argparse.Namespace, Settings], int]
+
+# Commands that run until stopped: their log lines are their output. The others print their
+# result for a person, and log only warnings and errors next to it.
+_DAEMONS = frozenset({"dev", "serve", "worker", "console"})
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line saying what was wrong and where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    try:
+        return version("pg-inbox")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _one_line(message: str) -> str:
+    """psycopg's and pydantic's messages span lines; an error on a terminal is one."""
+    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
@@ -49,13 +74,19 @@ def _db_current(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="inbox", description="pg-inbox: a durable webhook inbox on PostgreSQL"
-    )
+    parser = _Parser(prog="inbox", description="pg-inbox: a durable webhook inbox on PostgreSQL")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument(
         "--config", help="TOML settings file (default: $INBOX_CONFIG or ./inbox.toml)"
     )
-    parser.add_argument("--dev", action="store_true", help="readable console logs instead of JSON")
+    parser.add_argument(
+        "--log-format",
+        choices=("auto", "console", "json"),
+        default="auto",
+        help="logs on stderr: readable (console) or JSON lines;"
+        " auto (default) = console on a terminal, else JSON",
+    )
+    parser.add_argument("--dev", action="store_true", help="the same as --log-format console")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     db = commands.add_parser("db", help="schema migrations").add_subparsers(
@@ -92,13 +123,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(dev=args.dev or args.command == "dev")
+    log_format = args.log_format
+    if log_format == "auto" and (args.dev or args.command == "dev"):
+        log_format = "console"
+    configure_logging(
+        console=sys.stderr.isatty() if log_format == "auto" else log_format == "console",
+        level=logging.INFO if args.command in _DAEMONS else logging.WARNING,
+    )
     try:
         settings = load_settings(args.config)
         handler: Command = args.handler
         return handler(args, settings)
+    except ConfigError as exc:
+        message = str(exc)
+        if exc.path is None and (exc.field or "").startswith("sources."):
+            # A source's settings were valid alone, but not for its verifier: say which file.
+            path = settings_file(args.config)
+            message = f"{path}: {message}" if path else message
+        print(f"inbox: error: {_one_line(message)}", file=sys.stderr)
+        return 2
+    except DatabaseUnavailableError as exc:
+        print(
+            f"inbox: error: {_one_line(str(exc))} (the URL comes from INBOX_DATABASE_URL,"
+            " else [database] url in the settings file)",
+            file=sys.stderr,
+        )
+        return 2
     except InboxError as exc:
-        print(f"inbox: error: {exc}", file=sys.stderr)
+        print(f"inbox: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from inbox._errors import RefusedError
 from inbox._operator_models import EVENT_STATES, EventFilter, EventSummary
@@ -16,11 +17,18 @@ from inbox._term import Cell, relative, table, use_colour
 from inbox.queries import parse_time
 
 __all__ = [
+    "MAX_BIGINT",
     "STATE_STYLES",
+    "above_zero",
     "add_filter_arguments",
     "confirm",
+    "event_ref",
     "events_table",
     "filter_from_args",
+    "http_url",
+    "port",
+    "positive_int",
+    "positive_seconds",
     "print_json",
 ]
 
@@ -38,6 +46,75 @@ def _time(text: str) -> datetime:
         return parse_time(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# Event ids, limits and counts end up as PostgreSQL bigint parameters.
+MAX_BIGINT = 2**63 - 1
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value > MAX_BIGINT:
+        raise argparse.ArgumentTypeError(f"too large: {value} (at most {MAX_BIGINT})")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An argparse type: an http:// or https:// URL with a host."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - parsing the port is the check (it raises for a bad one)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:8000)"
+        )
+    return text
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port (0 = any free one)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r} (0 to 65535)")
+    return int(text)
+
+
+def above_zero(unit: str) -> Callable[[str], float]:
+    """An argparse type: a number of ``unit`` above 0 (and finite)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"not a number of {unit} above 0: {text!r}")
+        return value
+
+    return parse
+
+
+positive_seconds = above_zero("seconds")
+
+
+def event_ref(text: str) -> str:
+    """An argparse type: an event id, or ``SOURCE:KEY``."""
+    source, sep, key = text.partition(":")
+    if text.isdigit():
+        positive_int(text)  # ids are bigint: a longer number is refused here, not by SQL
+    elif not (sep and source and key):
+        raise argparse.ArgumentTypeError(
+            f"not an event: {text!r}; give its id (42) or SOURCE:KEY (stripe:evt_1),"
+            " as `inbox events list` shows them"
+        )
+    return text
 
 
 def add_filter_arguments(parser: argparse.ArgumentParser, *, states: bool = True) -> None:

@@ -13,8 +13,11 @@ from inbox._cli_common import (
     STATE_STYLES,
     add_filter_arguments,
     confirm,
+    event_ref,
     events_table,
     filter_from_args,
+    http_url,
+    positive_int,
     print_json,
 )
 from inbox._operator_models import Attempt, EventDetail, Status
@@ -266,6 +269,7 @@ def register(commands: Any) -> None:
     status.add_argument(
         "--receiver-metrics",
         action="append",
+        type=http_url,
         metavar="URL",
         help="a receiver's /metrics URL to read rejection counts from (repeatable)",
     )
@@ -276,12 +280,16 @@ def register(commands: Any) -> None:
     )
     listing = events.add_parser("list", help="events, newest first, with filters")
     add_filter_arguments(listing)
-    listing.add_argument("--limit", type=int, default=50, help="events per page (default 50)")
-    listing.add_argument("--before", type=int, help="the page after this event id (keyset)")
+    listing.add_argument(
+        "--limit", type=positive_int, default=50, help="events per page (default 50)"
+    )
+    listing.add_argument(
+        "--before", type=positive_int, help="the page after this event id (keyset)"
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(handler=_events_list)
     show = events.add_parser("show", help="one event: headers, body, deliveries, attempts")
-    show.add_argument("ref", help="an event id, or SOURCE:KEY")
+    show.add_argument("ref", type=event_ref, help="an event id, or SOURCE:KEY")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.set_defaults(handler=_events_show)
 

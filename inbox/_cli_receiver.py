@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +18,7 @@ import structlog
 import uvicorn
 
 from inbox._asgi import create_app
+from inbox._cli_common import http_url, port, positive_seconds
 from inbox._errors import ConfigError
 from inbox._runtime import database_url
 from inbox._samples import build_sample
@@ -97,13 +97,14 @@ def _send(args: argparse.Namespace, settings: Settings) -> int:
     if source is None:
         known = ", ".join(s.name for s in settings.sources) or "none configured"
         raise ConfigError(f"unknown source {args.source!r} (sources: {known})")
-    body = Path(args.file).read_bytes() if args.file else None
+    body = args.file.read() if args.file else None
     sample = build_sample(
         source,
         url=args.url or _default_url(settings, source.name),
         now=time.time(),
         body=body,
         event_type=args.type,
+        content_type=args.content_type,
     )
     headers = {"user-agent": "pg-inbox send", **sample.headers}
     try:
@@ -135,17 +136,30 @@ def _reply_status(response: httpx.Response) -> str | None:
 def register(commands: Any) -> None:
     serve = commands.add_parser("serve", help="run the HTTP receiver (POST /webhooks/{source})")
     serve.add_argument("--host", help="interface to listen on (default: [receiver] host)")
-    serve.add_argument("--port", type=int, help="port to listen on (default: [receiver] port)")
+    serve.add_argument("--port", type=port, help="port to listen on (default: [receiver] port)")
     serve.set_defaults(handler=_serve)
 
     send = commands.add_parser(
         "send", help="sign a test webhook with a source's scheme and post it"
     )
     send.add_argument("source", help="the [[sources]] name")
-    send.add_argument("--file", help="send this file's bytes as the body (default: a sample)")
+    send.add_argument(
+        "--file",
+        type=argparse.FileType("rb"),
+        help="send this file's bytes as the body (default: a sample; - reads stdin)",
+    )
+    send.add_argument(
+        "--content-type",
+        help="the body's content type (default: JSON if it parses as JSON, else"
+        " application/octet-stream; form schemes: their form encoding)",
+    )
     send.add_argument("--type", help="the event type to put in the sample")
     send.add_argument(
-        "--url", help="where to post (default: http://[receiver] host:port/webhooks/SOURCE)"
+        "--url",
+        type=http_url,
+        help="where to post (default: http://[receiver] host:port/webhooks/SOURCE)",
     )
-    send.add_argument("--timeout", type=float, default=10.0, help="seconds (default: 10)")
+    send.add_argument(
+        "--timeout", type=positive_seconds, default=10.0, help="seconds (default: 10)"
+    )
     send.set_defaults(handler=_send)

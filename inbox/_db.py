@@ -25,7 +25,8 @@ def translate_driver_errors(action: str) -> Iterator[None]:
         yield
     except psycopg.errors.UndefinedTable as exc:
         raise MigrationError(
-            f"{action}: the inbox schema is missing ({exc}); run `inbox db upgrade`"
+            f"{action}: the inbox schema is missing ({exc.diag.message_primary or exc});"
+            " run `inbox db upgrade`"
         ) from exc
     except psycopg_pool.PoolTimeout as exc:
         raise DatabaseUnavailableError(

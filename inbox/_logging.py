@@ -7,14 +7,17 @@ import sys
 
 import structlog
 
+from inbox._term import use_colour
+
 __all__ = ["configure_logging"]
 
 
-def configure_logging(*, dev: bool, level: int = logging.INFO) -> None:
-    """JSON lines in production; a readable console with ``dev``."""
+def configure_logging(*, console: bool, level: int = logging.INFO) -> None:
+    """Readable lines with ``console`` (for a person at a terminal), else JSON lines (for a
+    log collector). Records below ``level`` are dropped."""
     renderer: structlog.types.Processor = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-        if dev
+        structlog.dev.ConsoleRenderer(colors=use_colour(sys.stderr))
+        if console
         else structlog.processors.JSONRenderer()
     )
     structlog.configure(

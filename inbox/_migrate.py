@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import sqlalchemy.exc
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 
 from alembic import command
+from inbox._db import translate_driver_errors
+from inbox._errors import DatabaseUnavailableError, MigrationError
 
 __all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
 
@@ -31,12 +37,26 @@ def _config(url: str, stdout: io.StringIO | None = None) -> Config:
     return cfg
 
 
+@contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """alembic's and SQLAlchemy's errors, as pg-inbox's (psycopg's: ``inbox._db``)."""
+    try:
+        with translate_driver_errors(action):
+            yield
+    except CommandError as exc:  # an unknown revision, mostly
+        raise MigrationError(f"{action}: {exc} (`inbox db current` shows where it is)") from exc
+    except sqlalchemy.exc.OperationalError as exc:
+        raise DatabaseUnavailableError(f"{action}: database unavailable: {exc.orig}") from exc
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(_config(url), revision)
+    with _translated(f"upgrading the schema to {revision}"):
+        command.upgrade(_config(url), revision)
 
 
 def downgrade(url: str, revision: str) -> None:
-    command.downgrade(_config(url), revision)
+    with _translated(f"downgrading the schema to {revision}"):
+        command.downgrade(_config(url), revision)
 
 
 def head_revision() -> str:
@@ -50,7 +70,10 @@ def current_revision(url: str) -> str | None:
     """The revision the database is at, or None for a database never migrated."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    with (
+        translate_driver_errors("reading the schema revision"),
+        psycopg.connect(url, autocommit=True) as conn,
+    ):
         exists = conn.execute("select to_regclass('alembic_version') is not null").fetchone()
         if not exists or not exists[0]:
             return None

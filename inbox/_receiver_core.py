@@ -9,7 +9,8 @@ the I/O between them, and every adapter (ASGI, Django, Flask) calls those shells
 4. the shell writes; ``written`` / ``write_failed`` turn the outcome into the reply.
 
 Every reply is counted (``ReceiverMetrics``) and logged here, so the adapters cannot differ.
-The precise reason for a refusal goes to logs and metrics, never to the caller.
+The precise reason for a refusal goes to logs and metrics, never to the caller, except
+after a valid signature (a 400 says what is missing: only the provider can see it).
 """
 
 from __future__ import annotations
@@ -241,7 +242,20 @@ class Receiver:
                 self.metrics.observe(source.name, "handshake")
                 log.info("slack_url_verified", source=source.name)
                 return _json_reply(200, {"challenge": challenge}, outcome="handshake")
-            return self._refuse(source.name, 400, "no_idempotency_key", "bad_request")
+            # The signature verified: the sender is the provider, and may learn what is
+            # missing (unlike a 401, whose reason would help a forger).
+            looked_at = ", ".join(str(spec) for spec in source.extraction.key_specs)
+            return self._refuse(
+                source.name,
+                400,
+                "no_idempotency_key",
+                "bad_request",
+                extra={
+                    "error": "no_idempotency_key",
+                    "detail": f"no idempotency key in the request (looked at {looked_at});"
+                    " the source's key_from setting says where else to look",
+                },
+            )
         if event_type is not None and (
             len(event_type) > MAX_EVENT_TYPE_LENGTH or "\x00" in event_type
         ):
@@ -293,7 +307,9 @@ class Receiver:
         if reason == "invalid_write":
             log.warning("webhook_rejected", source=name, reason=reason, status=400, error=error)
             self.metrics.observe(name, "bad_request", reason)
-            return _json_reply(400, {"error": "invalid_idempotency_key"}, outcome="bad_request")
+            return _json_reply(
+                400, {"error": "invalid_idempotency_key", "detail": error}, outcome="bad_request"
+            )
         log.error("webhook_write_failed", source=name, key=pending.key, reason=reason, error=error)
         self.metrics.observe(name, "unavailable", reason)
         return _json_reply(

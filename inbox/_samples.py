@@ -57,8 +57,14 @@ def _iso(now: float) -> str:
     return datetime.datetime.fromtimestamp(now, datetime.UTC).isoformat(timespec="seconds")
 
 
-def _payload(verifier: str, msg_id: str, now: float) -> dict[str, Any]:
+def _payload(verifier: str, msg_id: str, now: float, event_type: str) -> dict[str, Any]:
     """A small payload in the provider's shape (key and type are injected afterwards)."""
+    # Stripe's object is the one the type is about: an invoice for `invoice.*`.
+    stripe_object: dict[str, Any] = (
+        {"object": "invoice", "amount_due": 100, "amount_paid": 100, "currency": "usd"}
+        if event_type.startswith("invoice.")
+        else {"object": "payment_intent", "amount": 100, "currency": "usd"}
+    )
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "standard-webhooks": lambda: {
             "timestamp": _iso(now),
@@ -68,7 +74,7 @@ def _payload(verifier: str, msg_id: str, now: float) -> dict[str, Any]:
             "object": "event",
             "created": int(now),
             "livemode": False,
-            "data": {"object": {"object": "payment_intent", "amount": 100, "currency": "usd"}},
+            "data": {"object": stripe_object},
         },
         "github": lambda: {"zen": "Design for failure.", "hook_id": 1, "sender": "inbox send"},
         "shopify": lambda: {"id": int(now), "note": "sent by inbox send"},
@@ -121,6 +127,14 @@ def _envelope(verifier: str, *, msg_id: str, event_type: str, now: float) -> dic
     }
 
 
+def _content_type(body: bytes, *, form: bool) -> str:
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return FORM_CONTENT_TYPE if form else "application/octet-stream"
+    return "application/json"
+
+
 def _new_id(verifier: str) -> str:
     if verifier == "shopify":
         return str(uuid.uuid4())  # Shopify's ids are UUIDs in their usual spelling
@@ -136,8 +150,12 @@ def build_sample(
     body: bytes | None = None,
     event_type: str | None = None,
     msg_id: str | None = None,
+    content_type: str | None = None,
 ) -> SampleRequest:
     """Sign a sample (or ``body``, sent as given) for ``source``, to be posted to ``url``.
+
+    The content type is ``content_type``, else what the body is: JSON when it parses as
+    JSON, the provider's form encoding for form schemes, else ``application/octet-stream``.
 
     Raises ``ConfigError`` when the source cannot sign (e.g. no ``private_key``).
     """
@@ -151,7 +169,7 @@ def build_sample(
     payload: dict[str, Any] = (
         copy.deepcopy(source.sample)
         if body is None and source.sample is not None
-        else _payload(source.verifier, msg_id, now)
+        else _payload(source.verifier, msg_id, now, event_type)
     )
     inject(extraction.key_specs[0], msg_id, payload=payload, headers=headers)
     if extraction.type_specs:
@@ -162,7 +180,7 @@ def build_sample(
             body = urlencode({k: str(v) for k, v in payload.items()}).encode()
         else:
             body = json.dumps(payload, separators=(",", ":")).encode()
-    headers["content-type"] = FORM_CONTENT_TYPE if form else "application/json"
+    headers["content-type"] = content_type or _content_type(body, form=form)
     # Twilio signs the URL it calls; behind a proxy that is the configured public URL.
     signed_url = source.public_url or url
     signed_body, signature = sign_request(signer, body=body, url=signed_url, now=now, msg_id=msg_id)

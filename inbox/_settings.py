@@ -7,6 +7,7 @@ Nested keys use ``__`` in the environment: ``INBOX_WORKER__MAX_ATTEMPTS=5``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -33,6 +35,20 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG_PATH = Path("inbox.toml")
+
+# A batch is one transaction, and after a handler fails each handler is a subtransaction;
+# PostgreSQL caches 64 subtransaction ids per transaction, past which every session's
+# snapshots slow down. The worker never claims more (processors._worker.MAX_BATCH).
+MAX_BATCH_SIZE = 64
+
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_PASSWORD_PAIR = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def mask_password(text: str) -> str:
+    """``text`` with any password of a connection string in it replaced by ``***``."""
+    return _PASSWORD_PAIR.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
+
 
 VerifierName = Literal[
     "standard-webhooks",
@@ -65,6 +81,29 @@ class DatabaseSettings(_Section):
     # sends it inside the writing transaction, which serialises commits under concurrency.
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
     notify_interval_seconds: float = Field(default=0.01, ge=0)
+
+    @field_validator("url")
+    @classmethod
+    def _valid_url(cls, value: str | None) -> str | None:
+        # Checked here, without connecting, so a typo is a one-line settings error naming
+        # the variable, not a driver error from deep inside whichever command ran first.
+        if not value:
+            return value
+        import psycopg  # the driver is loaded only when there is a URL to check
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            params = conninfo_to_dict(value)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(
+                "not a PostgreSQL connection string"
+                f" ({mask_password(str(exc).strip().removesuffix(' in connection info string'))});"
+                " expected postgresql://USER@HOST:5432/DBNAME or key=value pairs"
+            ) from None
+        port = str(params.get("port", ""))
+        if port and not all(p.strip().isdigit() for p in port.split(",")):
+            raise ValueError(f"the port must be a number, got {port!r}")
+        return value
 
 
 class SourceSettings(_Section):
@@ -122,7 +161,7 @@ class WorkerSettings(_Section):
     backoff_base_seconds: float = Field(default=1.0, gt=0)
     backoff_max_seconds: float = Field(default=3600.0, gt=0)
     poll_interval_seconds: float = Field(default=5.0, gt=0)
-    batch_size: int = Field(default=100, ge=1, le=10_000)
+    batch_size: int = Field(default=MAX_BATCH_SIZE, ge=1)
     handler_timeout_seconds: float = Field(default=30.0, gt=0)
     listen: bool = True  # False = poll only (PgBouncer in transaction pooling mode)
     unrouted: Literal["skip", "fail"] = "skip"
@@ -135,6 +174,17 @@ class WorkerSettings(_Section):
     # one info line per committed batch (`batch_processed`: outcome counts, sources,
     # duration); "event", one line per processed event (`event_processed`); "none".
     log_events: Literal["batch", "event", "none"] = "batch"
+
+    @field_validator("batch_size")
+    @classmethod
+    def _batch_within_the_cap(cls, value: int) -> int:
+        if value > MAX_BATCH_SIZE:
+            raise ValueError(
+                f"at most {MAX_BATCH_SIZE}: a batch is one transaction, its handlers may each"
+                f" need a subtransaction, and PostgreSQL caches only {MAX_BATCH_SIZE}"
+                " subtransaction ids per transaction (more would slow every session)"
+            )
+        return value
 
 
 class ReceiverSettings(_Section):
@@ -225,36 +275,69 @@ def _config_path(explicit: str | Path | None) -> tuple[Path | None, bool]:
     return DEFAULT_CONFIG_PATH, False
 
 
-def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
-    """Load and validate settings; a bad file raises ``ConfigError`` naming file and field."""
+def settings_file(config: str | Path | None = None) -> Path | None:
+    """The file ``load_settings(config)`` reads, if any."""
     path, required = _config_path(config)
     if path is not None and not path.exists():
         if required:
             raise ConfigError(f"config file {path} does not exist", path=str(path))
-        path = None
+        return None
+    return path
+
+
+def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load and validate settings; a bad file raises ``ConfigError`` naming file and field."""
+    path = settings_file(config)
     if path is not None:
         try:
             tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}", path=str(path)) from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text ({exc})", path=str(path)) from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror}", path=str(path)) from exc
     _TOML_PATH_FOR_LOAD["path"] = path
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         raise _config_error(exc, path) from exc
+    except SettingsError as exc:  # a variable holding a section or a list that is not JSON
+        field = re.search(r'field "([^"]+)"', str(exc))
+        name = f"INBOX_{field.group(1).upper()}" if field else "an INBOX_* variable"
+        raise ConfigError(
+            f"invalid configuration in environment variable {name}: not valid JSON (a section"
+            """ or list in one variable is JSON, e.g. INBOX_WORKER='{"max_attempts": 5}';"""
+            " or set one key: INBOX_WORKER__MAX_ATTEMPTS=5)",
+            field=field.group(1) if field else None,
+        ) from exc
     finally:
         _TOML_PATH_FOR_LOAD["path"] = None
 
 
+def _origin(loc: tuple[int | str, ...], path: Path | None) -> str:
+    """Where the value at ``loc`` came from: the variable that set it, else the file."""
+    names = ["INBOX_" + "__".join(str(p) for p in loc).upper()]
+    if loc[:2] == ("database", "url"):
+        names.append("INBOX_DATABASE_URL")
+    for name in names:
+        if name in os.environ:
+            return f"environment variable {name}"
+    return str(path) if path is not None else "environment (INBOX_*)"
+
+
 def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
-    where = str(path) if path is not None else "environment (INBOX_*)"
-    lines = []
+    problems = []
     first_field = None
+    origins = set()
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
         first_field = first_field or field
+        origins.add(_origin(err["loc"], path))
         got = err.get("input")
-        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-        lines.append(f"  {field}: {err['msg']}{shown}")
-    message = f"invalid configuration in {where}:\n" + "\n".join(lines)
+        shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}{shown}: {message}")
+    where = " and ".join(sorted(origins))
+    message = f"invalid configuration in {where}: " + "; ".join(problems)
     return ConfigError(message, path=str(path) if path else None, field=first_field)

@@ -11,6 +11,7 @@ are decided here, once, for the receiver and ``inbox send`` alike:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +26,16 @@ _SIGNER_ONLY_OPTIONS: Mapping[str, frozenset[str]] = {"wechatpay": frozenset({"s
 
 
 def _config_error(source: SourceSettings, exc: ValueError) -> ConfigError:
-    return ConfigError(f"source {source.name!r}: {exc}", field=f"sources.{source.name}")
+    message = f"source {source.name!r}: {exc}"
+    variable = source.secrets_env
+    if variable and not source.secret_values():
+        state = "empty" if variable in os.environ else "not set"
+        message += (
+            f"; it reads secrets_env = {variable!r}, and the environment variable {variable}"
+            f" is {state}: set it to the secret, several separated by commas for rotation"
+            f" ({variable}=new,old)"
+        )
+    return ConfigError(message, field=f"sources.{source.name}")
 
 
 def source_verifier(source: SourceSettings) -> Verifier:

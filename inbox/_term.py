@@ -81,9 +81,12 @@ def table(
     width: int | None = None,
     right: Sequence[int] = (),
 ) -> str:
-    """Columns padded to their content; when the total passes the terminal's width, the
-    widest columns give way first (clipped with an ellipsis)."""
-    width = width or shutil.get_terminal_size((120, 24)).columns
+    """Columns padded to their content; when the total passes ``width`` (default: the
+    terminal's), the widest columns give way first (clipped with an ellipsis). Output that
+    is not for a terminal (a pipe, a file) is never clipped, unless ``COLUMNS`` is set: a
+    key copied from it must be the whole key."""
+    if width is None and (sys.stdout.isatty() or "COLUMNS" in os.environ):
+        width = shutil.get_terminal_size((120, 24)).columns
     plain = [[c if isinstance(c, str) else c[0] for c in row] for row in rows]
     styles = [[None if isinstance(c, str) else c[1] for c in row] for row in rows]
     widths = [len(h) for h in headers]
@@ -91,7 +94,7 @@ def table(
         for i, text in enumerate(row):
             widths[i] = max(widths[i], len(text.replace("\n", " ")))
     gap = 2
-    while sum(widths) + gap * (len(widths) - 1) > width:
+    while width is not None and sum(widths) + gap * (len(widths) - 1) > width:
         widest = max(range(len(widths)), key=lambda i: widths[i])
         floor = max(len(headers[widest]), 6)
         if widths[widest] <= floor:

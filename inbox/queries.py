@@ -109,15 +109,20 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise ValueError(f"not a duration: {text!r} (try 90d, 12h, 30m, 45s or 2w)")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    try:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    except OverflowError:
+        raise ValueError(f"too long a duration: {text!r} (at most 999999999d)") from None
 
 
 def parse_time(text: str, *, now: datetime | None = None) -> datetime:
     """An ISO 8601 time (UTC when it has no offset), or a duration meaning that long ago."""
-    try:
-        return (now or datetime.now(UTC)) - parse_duration(text)
-    except ValueError:
-        pass
+    if _DURATION.match(text):
+        ago = parse_duration(text)
+        try:
+            return (now or datetime.now(UTC)) - ago
+        except OverflowError:
+            raise ValueError(f"{text!r} ago is before the year 1") from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

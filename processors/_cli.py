@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import structlog
 
+from inbox._cli_common import port, positive_int
 from inbox._db import translate_driver_errors
 from inbox._errors import ConfigError, DatabaseUnavailableError, MigrationError
 from inbox._runtime import database_url
@@ -38,7 +39,14 @@ def load_router(spec: str) -> Router:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"--app {spec}: cannot import {module_name!r}: {exc}") from exc
-    router = getattr(module, attribute, None)
+    if not hasattr(module, attribute):
+        routers = sorted(name for name, value in vars(module).items() if isinstance(value, Router))
+        hint = f"; its Routers: {', '.join(routers)}" if routers else "; it defines no Router"
+        raise ConfigError(
+            f"--app {spec}: module {module_name} ({module.__file__ or 'built in'}) has no"
+            f" attribute {attribute!r}{hint}"
+        )
+    router = getattr(module, attribute)
     if not isinstance(router, Router):
         raise ConfigError(
             f"--app {spec}: {attribute!r} in {module_name} is"
@@ -129,10 +137,13 @@ def register(commands: Any) -> None:
     worker = commands.add_parser("worker", help="process events with the handlers of --app")
     worker.add_argument("--app", required=True, help="the Router to serve, as module:attribute")
     worker.add_argument(
-        "--concurrency", type=int, default=1, help="claim loops in this process (default 1)"
+        "--concurrency",
+        type=positive_int,
+        default=1,
+        help="claim loops in this process (default 1)",
     )
     worker.add_argument(
-        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on 127.0.0.1"
+        "--metrics-port", type=port, default=None, help="serve Prometheus metrics on 127.0.0.1"
     )
     worker.set_defaults(handler=_worker)
     register_replay(commands)

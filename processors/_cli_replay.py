@@ -8,10 +8,12 @@ from typing import Any
 
 from inbox import queries
 from inbox._cli_common import (
+    above_zero,
     add_filter_arguments,
     confirm,
     events_table,
     filter_from_args,
+    positive_int,
     print_json,
 )
 from inbox._errors import RefusedError
@@ -71,6 +73,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             confirm=ask,
             progress=advance,
             kind="dead-retry" if kind == "dead-retry" else "replay",
+            include_processed=args.include_processed,
         )
     for bar in bars:
         bar.close()
@@ -81,11 +84,23 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
     return 1 if result.cancelled else 0
 
 
+def _processed_note(result: ReplayResult) -> str:
+    if not result.already_processed:
+        return ""
+    return (
+        f" {result.already_processed} of them were processed successfully before: their"
+        " handlers run again, and their database writes happen again unless the handlers"
+        " are replay-safe (docs/operations.md)."
+    )
+
+
 def _render(result: ReplayResult) -> str:
     if result.dry_run:
         lines = [
             f"dry run: {result.selected} event(s) selected; {result.queued} would be queued,"
             f" {result.already_pending} already have pending work. Nothing was changed."
+            + _processed_note(result)
+            + (" Going ahead needs --include-processed." if result.already_processed else "")
         ]
         if result.sample:
             lines += [f"sample ({len(result.sample)}):", events_table(result.sample)]
@@ -97,7 +112,7 @@ def _render(result: ReplayResult) -> str:
     return (
         f"replay run {result.replay_id}: queued {result.queued} of {result.selected} selected"
         f" event(s); {result.already_pending} already had pending work and were left alone."
-        " Workers run them after live work."
+        " Workers run them after live work." + _processed_note(result)
     )
 
 
@@ -122,15 +137,13 @@ def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("--rate is events per second, more than 0")
-    return value
+_rate = above_zero("events per second")
 
 
 def _replay_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("ids", nargs="*", type=int, help="event ids (combine with filters)")
+    parser.add_argument(
+        "ids", nargs="*", type=positive_int, help="event ids (combine with filters)"
+    )
     parser.add_argument("--reason", required=True, help="why: recorded with the run")
     parser.add_argument("--dry-run", action="store_true", help="count and sample, change nothing")
     parser.add_argument(
@@ -138,6 +151,12 @@ def _replay_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rate", type=_rate, help="at most this many events per second (spread by due time)"
+    )
+    parser.add_argument(
+        "--include-processed",
+        action="store_true",
+        help="also re-run events that were processed successfully before (their handlers'"
+        " writes happen again unless the handlers are replay-safe); refused without it",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -156,8 +175,12 @@ def register(commands: Any) -> None:
     )
     listing = dead.add_parser("list", help="dead-lettered events, newest first")
     add_filter_arguments(listing, states=False)
-    listing.add_argument("--limit", type=int, default=50, help="events per page (default 50)")
-    listing.add_argument("--before", type=int, help="the page after this event id (keyset)")
+    listing.add_argument(
+        "--limit", type=positive_int, default=50, help="events per page (default 50)"
+    )
+    listing.add_argument(
+        "--before", type=positive_int, help="the page after this event id (keyset)"
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(handler=_dead_list)
     retry = dead.add_parser("retry", help="queue dead letters again (all, or those selected)")

@@ -57,6 +57,8 @@ class ReplayResult:
     """The run's id (None for a dry run or a cancelled one)."""
     cancelled: bool = False
     sample: list[EventSummary] = field(default_factory=list)
+    already_processed: int = 0
+    """Queued (or to be) events that ran successfully before: their handlers run again."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +68,7 @@ class ReplayResult:
             "selected": self.selected,
             "queued": self.queued,
             "already_pending": self.already_pending,
+            "already_processed": self.already_processed,
             "sample": [s.to_json() for s in self.sample],
         }
 
@@ -93,8 +96,10 @@ class ReplayStore:
         row = self._conn.execute(_q(name), params).fetchone()
         return None if row is None else row[0]
 
-    def count_pending(self, ids: Sequence[int]) -> int:
-        return int(self._one("count_pending", {"event_ids": list(ids)}))
+    def count_selection(self, ids: Sequence[int]) -> tuple[int, int]:
+        """(already pending, processed successfully before) among ``ids``."""
+        row = self._conn.execute(_q("count_selection"), {"event_ids": list(ids)}).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
     def next_replay_id(self) -> int:
         return int(self._one("next_replay_id", {}))
@@ -140,6 +145,7 @@ def replay(
     progress: Callable[[int], None] | None = None,
     sample_size: int = 10,
     kind: Kind = "replay",
+    include_processed: bool = True,
 ) -> ReplayResult:
     """Queue the selected events for the workers again, as one audited run.
 
@@ -147,6 +153,13 @@ def replay(
     asked before anything is written (return False to cancel); ``progress(n)`` is called
     as chunks of ``n`` events are queued. ``rate`` (events per second) spreads the run out.
     The run commits as a whole: all of its work and its record, or nothing.
+
+    A replayed event's handler runs again, in a new claim transaction: for an event that
+    was processed successfully before, its database writes happen a second time unless the
+    handler is replay-safe (an upsert, or a check of ``event.is_replay``).
+    ``result.already_processed`` counts those events; with ``include_processed=False``
+    (what ``inbox replay`` does unless ``--include-processed``) a selection with any of
+    them is refused (``RefusedError``) before anything is written.
     """
     if not reason or not reason.strip():
         raise RefusedError("a replay needs a reason (it is recorded with the run)", action="replay")
@@ -163,7 +176,7 @@ def replay(
         selection = replace(selection, ids=tuple(ids))
     selected = event_ids(db, selection)  # oldest first: a run replays in arrival order
     with connection(db, "replay events") as conn:
-        pending = ReplayStore(conn).count_pending(selected)
+        pending, processed = ReplayStore(conn).count_selection(selected)
     sample = events(db, EventFilter(ids=tuple(selected[:sample_size])), limit=sample_size)
     preview = ReplayResult(
         selected=len(selected),
@@ -171,9 +184,19 @@ def replay(
         already_pending=pending,
         dry_run=dry_run,
         sample=sample.events,
+        already_processed=processed,
     )
     if dry_run or not selected:
         return preview
+    if processed and not include_processed:
+        raise RefusedError(
+            f"{processed} of the {len(selected)} selected events were processed successfully"
+            " before, and a replay runs their handlers again: their database writes happen"
+            " again unless the handlers are replay-safe (an upsert, or a check of"
+            " event.is_replay; see docs/operations.md). Pass include_processed=True"
+            " (CLI: --include-processed) to go ahead, or narrow the selection (--state dead)",
+            action="replay",
+        )
     if confirm is not None and not confirm(len(selected)):
         return replace(preview, queued=0, cancelled=True)
 

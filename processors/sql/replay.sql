@@ -6,11 +6,21 @@
 -- last, in the same transaction, with the final counts (the table is append-only).
 select nextval(pg_get_serial_sequence('inbox_replays', 'id'))
 
--- name: count_pending
--- How many of these events already have pending work (a replay leaves them as they are).
-select count(*)
-from inbox_work
-where event_id = any(%(event_ids)s::bigint[]) and state = 'pending'
+-- name: count_selection
+-- Of these events: how many already have pending work (a replay leaves them as they are),
+-- and how many of the others ran successfully before. A replay runs those handlers again,
+-- in a new transaction, so their writes happen again unless the handler is replay-safe:
+-- the operator is told, and must ask for it.
+select count(*) filter (where w.state = 'pending') as pending,
+       count(*) filter (
+           where w.state is distinct from 'pending'
+             and exists (
+                 select from inbox_attempts a
+                 where a.event_id = t.event_id and a.outcome = 'processed'
+             )
+       ) as processed
+from unnest(%(event_ids)s::bigint[]) as t(event_id)
+left join inbox_work w on w.event_id = t.event_id
 
 -- name: enqueue_replay
 -- Queue one chunk of a run at priority 1, so live work (priority 0) is claimed first. An

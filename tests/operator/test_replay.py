@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -39,6 +40,28 @@ def _drain(url: str, router: Router) -> None:
         worker_settings=settings(),
         what="an empty work table",
     )
+
+
+def _settled_once(url: str, count: int, *, fails: Callable[[int], bool]) -> list[int]:
+    """``count`` events, each run once (``max_attempts = 1``): those whose ``n`` ``fails``
+    picks are dead letters, the others processed."""
+    create_effects(url)
+    ids = write_events(url, count)
+    router = Router()
+
+    @router.on("shop")
+    async def handler(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        if fails(event.json()["n"]):
+            raise RuntimeError("downstream said no")
+
+    run_worker_until(
+        url,
+        router,
+        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
+        worker_settings=settings(max_attempts=1),
+        what="every event to settle",
+    )
+    return ids
 
 
 def test_processed_events_are_rerun_once_each_and_flagged_as_replay(db_url: str) -> None:
@@ -153,20 +176,7 @@ def test_the_api_refuses_a_replay_without_reason_or_selection(db_url: str) -> No
 
 
 def test_dead_letters_are_listed_and_retried_with_a_rate(db_url: str) -> None:
-    create_effects(db_url)
-    ids = write_events(db_url, 6)
-    broken = Router()
-
-    @broken.on("shop")
-    async def fails(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-        raise RuntimeError("downstream said no")
-
-    run_worker_until(
-        db_url,
-        broken,
-        lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 6,
-        worker_settings=settings(max_attempts=1),
-    )
+    ids = _settled_once(db_url, 6, fails=lambda n: True)
     listed = inbox(db_url, "dead", "list", "--json", "--error", "DOWNSTREAM")
     assert listed.returncode == 0, listed.stderr
     dead = json.loads(listed.stdout)["events"]
@@ -186,3 +196,44 @@ def test_dead_letters_are_listed_and_retried_with_a_rate(db_url: str) -> None:
     [run] = replay_runs(db_url)
     assert (run.kind, run.rate_per_second) == ("dead-retry", 2.0)
     assert run.filter["states"] == ["dead"]
+
+
+def test_replaying_processed_events_says_so_and_needs_include_processed(db_url: str) -> None:
+    ids = _settled_once(db_url, 6, fails=lambda n: n % 2 == 1)
+    assert scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 3
+
+    dry = inbox(db_url, "replay", "--all", "--reason", "recompute", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert (json.loads(dry.stdout)["selected"], json.loads(dry.stdout)["already_processed"]) == (
+        6,
+        3,
+    )
+    shown = inbox(db_url, "replay", "--all", "--reason", "recompute", "--dry-run")
+    assert "3 of them were processed successfully before" in shown.stdout
+    assert "--include-processed" in shown.stdout
+
+    refused = inbox(db_url, "replay", "--all", "--reason", "recompute")
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert "3 of the 6 selected events were processed successfully before" in line
+    assert "--include-processed" in line
+    assert "replay-safe" in line
+    assert scalar(db_url, "select count(*) from inbox_replays") == 0
+    assert scalar(db_url, "select count(*) from inbox_work where state = 'pending'") == 0
+
+    # The dead letters alone were never processed: no flag needed.
+    dead = inbox(db_url, "replay", "--state", "dead", "--reason", "fixed", "--json")
+    assert dead.returncode == 0, dead.stderr
+    assert (json.loads(dead.stdout)["queued"], json.loads(dead.stdout)["already_processed"]) == (
+        3,
+        0,
+    )
+    with pytest.raises(RefusedError, match="include_processed=True"):
+        replay(db_url, reason="api", ids=ids, include_processed=False)
+    assert replay(db_url, reason="api", ids=ids, dry_run=True).already_processed == 3
+    every = inbox(db_url, "replay", *map(str, ids), "--reason", "recompute", "--include-processed")
+    assert every.returncode == 0, every.stderr
+    assert "queued 3 of 6" in every.stdout  # the dead ones already have pending work
+    assert "3 of them were processed successfully before" in every.stdout
+    assert scalar(db_url, "select count(*) from inbox_work where state = 'pending'") == 6

@@ -341,7 +341,7 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
         db_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 80,
-        worker_settings=settings(batch_size=80),
+        worker_settings=settings(batch_size=64),
     )
     outcomes = scalar(db_url, "select array_agg(distinct outcome) from inbox_attempts")
     assert outcomes == ["processed"]

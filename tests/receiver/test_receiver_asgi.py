@@ -159,7 +159,10 @@ def test_a_tampered_body_is_401(client: TestClient, settings: Settings, db_url: 
 def test_no_obtainable_key_is_400(client: TestClient, settings: Settings, db_url: str) -> None:
     response = post(client, settings, "stripe", body=b'{"object": "event", "type": "x"}')
     assert response.status_code == 400
-    assert response.json() == {"error": "bad_request"}
+    reply = response.json()
+    assert reply["error"] == "no_idempotency_key"
+    assert "json:/id" in reply["detail"]  # where Stripe's key is looked for
+    assert "key_from" in reply["detail"]
     assert count_events(db_url) == 0
 
 
