@@ -11,7 +11,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,12 +31,14 @@ from inbox._errors import ConfigError
 from inbox._extract import parse_spec
 
 __all__ = [
+    "AppSettings",
     "DatabaseSettings",
     "ReceiverSettings",
     "RetentionSettings",
     "Settings",
     "SourceSettings",
     "WorkerSettings",
+    "config_file",
     "load_settings",
 ]
 
@@ -142,6 +152,19 @@ class ReceiverSettings(_Section):
     write_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
+class AppSettings(_Section):
+    """Your application: the handlers ``inbox dev`` (and ``inbox worker`` without ``--app``)
+    run, and your own tables, which ``inbox dev`` creates after pg-inbox's migrations."""
+
+    # module:attribute of a processors.Router, imported from the current directory.
+    router: str | None = None
+    # SQL files, or folders of them (applied in name order), relative to the current
+    # directory. `inbox dev` applies them on every start, so each must be idempotent
+    # (`create table if not exists ...`); in production they are your own migrations, run
+    # after `inbox db upgrade`.
+    tables: list[Path] = Field(default_factory=list)
+
+
 class RetentionSettings(_Section):
     # `inbox prune` refuses to remove events younger than this: a pruned key can be accepted
     # again, so it must outlive every provider's retry window (Stripe retries for 3 days).
@@ -161,6 +184,14 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     receiver: ReceiverSettings = ReceiverSettings()
     retention: RetentionSettings = RetentionSettings()
+    app: AppSettings = AppSettings()
+
+    # The TOML file these settings were read from (None: environment and defaults only).
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_file(self) -> Path | None:
+        return self._config_file
 
     @field_validator("sources")
     @classmethod
@@ -221,6 +252,12 @@ def _config_path(explicit: str | Path | None) -> tuple[Path | None, bool]:
     return DEFAULT_CONFIG_PATH, False
 
 
+def config_file(explicit: str | Path | None = None) -> Path | None:
+    """The TOML file ``load_settings(explicit)`` reads, or None when there is none."""
+    path, _required = _config_path(explicit)
+    return path if path is not None and path.exists() else None
+
+
 def load_settings(config: str | Path | None = None, **overrides: Any) -> Settings:
     """Load and validate settings; a bad file raises ``ConfigError`` naming file and field."""
     path, required = _config_path(config)
@@ -235,7 +272,9 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             raise ConfigError(f"{path}: not valid TOML: {exc}", path=str(path)) from exc
     _TOML_PATH_FOR_LOAD["path"] = path
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
+        settings._config_file = path
+        return settings
     except ValidationError as exc:
         raise _config_error(exc, path) from exc
     finally:
