@@ -25,8 +25,10 @@ import structlog
 
 from inbox._devenv import (
     EXAMPLES_ROUTER,
+    apply_sql,
     examples_schema,
     inbox_command,
+    sql_files,
     with_dev_secrets,
     write_demo_config,
 )
@@ -69,7 +71,7 @@ def _plan(args: argparse.Namespace, settings: Settings) -> _Plan:
     schema = [_schema_file(p, config) for p in settings.app.tables]
     if router == EXAMPLES_ROUTER:
         schema.insert(0, examples_schema())
-    files = [f for p in schema for f in _sql_files(p)]
+    files = sql_files(schema)
     # ./inbox.toml is found by every command run in this folder; anything else must be named.
     found_alone = args.config is None and not os.environ.get("INBOX_CONFIG")
     found_alone = found_alone and config == DEFAULT_CONFIG_PATH
@@ -81,10 +83,6 @@ def _schema_file(path: Path, config: Path) -> Path:
     if not path.exists():
         raise ConfigError(f"[app] tables in {config}: {path} does not exist", path=str(config))
     return path
-
-
-def _sql_files(path: Path) -> list[Path]:
-    return sorted(path.glob("*.sql")) if path.is_dir() else [path]
 
 
 def _inbox(plan: _Plan, *args: str) -> list[str]:
@@ -107,20 +105,6 @@ def _check_handlers(plan: _Plan) -> None:
         raise ConfigError(
             f"the handlers {plan.router} (from {plan.router_origin}) do not load: {detail}"
         )
-
-
-def _apply_schema(url: str, files: list[Path]) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for path in files:
-            try:
-                with conn.transaction():
-                    # The user's own DDL file, run as written (as psql -f would).
-                    conn.execute(path.read_bytes())
-            except psycopg.Error as exc:
-                first = str(exc).strip().splitlines()[0]
-                raise ConfigError(f"[app] tables {path}: {first}", path=str(path)) from exc
 
 
 def _start_worker(plan: _Plan, args: argparse.Namespace, url: str) -> subprocess.Popen[bytes]:
@@ -211,7 +195,7 @@ def _dev(args: argparse.Namespace, settings: Settings) -> int:
     _check_handlers(plan)
     with database_url(plan.settings, embedded=True) as url:
         _migrate.upgrade(url)
-        _apply_schema(url, plan.schema)
+        apply_sql(url, plan.schema)
         app, extra = _dev_app(plan.settings, url)
         watch = _WorkerWatch(_start_worker(plan, args, url))
         try:

@@ -17,19 +17,24 @@ import secrets
 import shlex
 import shutil
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from inbox._embedded import private_file
+from inbox._errors import ConfigError
 from inbox._settings import Settings, SourceSettings
 
 __all__ = [
     "DEMO_CONFIG_FILE",
     "EXAMPLES_ROUTER",
+    "apply_sql",
     "examples_schema",
     "inbox_command",
+    "sql_files",
     "with_dev_secrets",
+    "with_secrets",
     "write_demo_config",
 ]
 
@@ -92,9 +97,28 @@ def _needs_secret(source: SourceSettings) -> bool:
     return source.verifier in _SHARED_SECRET_SCHEMES and not source.secret_values()
 
 
+def with_secrets(
+    settings: Settings, made_up: Mapping[str, str] | None = None
+) -> tuple[Settings, list[str]]:
+    """``settings`` with a secret for each shared-secret source that has none: the one in
+    ``made_up`` under its name, else (``made_up`` None) a fresh one; and their names."""
+    sources = []
+    filled = []
+    for source in settings.sources:
+        if _needs_secret(source):
+            secret = _new_secret(source.verifier) if made_up is None else made_up.get(source.name)
+            if secret is not None:
+                source = source.model_copy(update={"secrets": [SecretStr(secret)]})
+                filled.append(source.name)
+        sources.append(source)
+    if not filled:
+        return settings, []
+    return settings.model_copy(update={"sources": sources}), filled
+
+
 def with_dev_secrets(settings: Settings, *, create: bool) -> tuple[Settings, list[str]]:
-    """``settings`` with a development secret for each source that has none, and the names
-    of those sources. Missing secrets are generated (and kept) only when ``create``."""
+    """``with_secrets`` from the development secrets kept in the data directory; missing
+    ones are generated (and kept) only when ``create``."""
     wanting = [s for s in settings.sources if _needs_secret(s)]
     if not wanting:
         return settings, []
@@ -107,14 +131,29 @@ def with_dev_secrets(settings: Settings, *, create: bool) -> tuple[Settings, lis
         for source in wanting:
             kept.setdefault(source.name, _new_secret(source.verifier))
         private_file(path, json.dumps(kept, indent=2) + "\n")
-    filled = []
-    sources = []
-    for source in settings.sources:
-        if source in wanting and source.name in kept:
-            source = source.model_copy(update={"secrets": [SecretStr(kept[source.name])]})
-            filled.append(source.name)
-        sources.append(source)
-    return settings.model_copy(update={"sources": sources}), filled
+    return with_secrets(settings, kept)
+
+
+def sql_files(paths: Iterable[Path]) -> list[Path]:
+    """SQL files, and the ``*.sql`` of folders in name order."""
+    return [f for p in paths for f in (sorted(p.glob("*.sql")) if p.is_dir() else [p])]
+
+
+def apply_sql(url: str, files: Iterable[Path]) -> None:
+    """Run each file as written (as ``psql -f`` would), each in a transaction of its own."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for path in files:
+            try:
+                with conn.transaction():
+                    # The user's own DDL file, not a query built from input.
+                    conn.execute(path.read_bytes())
+            except OSError as exc:
+                raise ConfigError(f"{path}: cannot read it: {exc}", path=str(path)) from exc
+            except psycopg.Error as exc:
+                first = str(exc).strip().splitlines()[0]
+                raise ConfigError(f"{path}: {first}", path=str(path)) from exc
 
 
 def examples_schema() -> Path:
