@@ -209,3 +209,19 @@ def test_a_failure_after_the_server_started_leaves_no_postgres_behind(dev_folder
     pgdata = dev_folder / ".inbox" / "pgdata"
     assert (pgdata / "PG_VERSION").exists()  # the server had started
     assert postgres_serving(pgdata) == []
+
+
+def test_a_worker_that_dies_stops_dev_and_its_server(dev_folder: Path) -> None:
+    (dev_folder / "inbox.toml").write_text('[app]\nrouter = "dying:router"\n')
+    # Imports fine where `inbox dev` checks it, dies in the worker (which has the URL).
+    (dev_folder / "dying.py").write_text(
+        "import os\n"
+        "from processors import Router\n"
+        "router = Router()\n"
+        "if os.environ.get('INBOX_DATABASE__URL'):\n"
+        "    raise SystemExit(3)\n"
+    )
+    done = _run([sys.executable, "-m", "inbox", "dev"], dev_folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the worker exited with code 3" in done.stderr
+    assert postgres_serving(dev_folder / ".inbox" / "pgdata") == []
