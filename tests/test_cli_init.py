@@ -15,6 +15,13 @@ from inbox._settings import load_settings
 GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handlers.py"]
 
 
+@pytest.fixture(autouse=True)
+def _keep_logging_unconfigured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() in this process would configure structlog globally onto this test's captured
+    # stderr, which later tests' loggers would then write to after it is closed.
+    monkeypatch.setattr("inbox._cli.configure_logging", lambda **_kwargs: None)
+
+
 def test_init_writes_a_project_whose_settings_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,6 +15,13 @@ from inbox._cli import main
 from inbox._embedded import running_dev_server
 
 
+@pytest.fixture(autouse=True)
+def _keep_logging_unconfigured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() in this process would configure structlog globally onto this test's captured
+    # stderr, which later tests' loggers would then write to after it is closed.
+    monkeypatch.setattr("inbox._cli.configure_logging", lambda **_kwargs: None)
+
+
 @pytest.fixture
 def empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
