@@ -134,8 +134,9 @@ def test_dev_receives_a_signed_webhook_and_the_example_handler_records_it(
         )
         assert scalar(database, "select outcome from inbox_attempts") == "processed"
     finally:
-        code = dev.stop()
+        code = dev.stop()  # Ctrl-C
     assert code == 0
+    assert postgres_serving(server_dir / "data" / "pgdata") == []
 
 
 def _banner_command(banner: str, after: str) -> tuple[list[str], Path]:
