@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_dev import register as register_dev
 
     register_dev(commands)
+    from inbox._cli_init import register as register_init
+
+    register_init(commands)
     from inbox._cli_receiver import register as register_receiver
 
     register_receiver(commands)

@@ -11,18 +11,22 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import structlog
-import uvicorn
 
 from inbox._asgi import create_app
 from inbox._cli_common import http_url, port, positive_seconds
+from inbox._devenv import with_dev_secrets
 from inbox._errors import ConfigError
-from inbox._runtime import database_url
+from inbox._extras import require_extra
+from inbox._runtime import database_url, where_settings_came_from
 from inbox._samples import build_sample
 from inbox._settings import Settings
+
+if TYPE_CHECKING:
+    import uvicorn  # the server extra: imported when serving, named here for types
 
 __all__ = ["register", "run_receiver"]
 
@@ -32,6 +36,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    require_extra("uvicorn", "server", "inbox serve")  # before anything starts
     host = args.host or settings.receiver.host
     port = settings.receiver.port if args.port is None else args.port
     with database_url(settings) as url:
@@ -48,6 +53,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_receiver(app: Any, host: str, port: int) -> None:
     """Serve ``app`` on uvicorn until SIGINT/SIGTERM; return once it has stopped cleanly."""
+    uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
     config = uvicorn.Config(
         app,
         host=host,
@@ -93,10 +99,19 @@ def _default_url(settings: Settings, source: str) -> str:
 
 
 def _send(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.sources:
+        raise ConfigError(
+            f"no sources configured: {where_settings_came_from(settings)}; pass --config FILE"
+            " (`inbox init` writes an inbox.toml; a running `inbox dev` prints its own --config)"
+        )
+    # What `inbox dev` verifies with, for sources whose secret is not in this environment.
+    settings, dev_signed = with_dev_secrets(settings, create=False)
     source = settings.source(args.source)
     if source is None:
         known = ", ".join(s.name for s in settings.sources) or "none configured"
         raise ConfigError(f"unknown source {args.source!r} (sources: {known})")
+    if source.name in dev_signed:
+        print(f"inbox send: signed with the development secret of {source.name}", file=sys.stderr)
     body = args.file.read() if args.file else None
     sample = build_sample(
         source,

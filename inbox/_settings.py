@@ -12,7 +12,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +33,7 @@ from inbox._errors import ConfigError
 from inbox._extract import parse_spec
 
 __all__ = [
+    "AppSettings",
     "DatabaseSettings",
     "ReceiverSettings",
     "RetentionSettings",
@@ -32,6 +41,7 @@ __all__ = [
     "SourceSettings",
     "WorkerSettings",
     "load_settings",
+    "settings_file",
 ]
 
 DEFAULT_CONFIG_PATH = Path("inbox.toml")
@@ -196,6 +206,19 @@ class ReceiverSettings(_Section):
     write_timeout_seconds: float = Field(default=5.0, gt=0)
 
 
+class AppSettings(_Section):
+    """Your application: the handlers ``inbox dev`` (and ``inbox worker`` without ``--app``)
+    run, and your own tables, which ``inbox dev`` creates after pg-inbox's migrations."""
+
+    # module:attribute of a processors.Router, imported from the current directory.
+    router: str | None = None
+    # SQL files, or folders of them (applied in name order), relative to the current
+    # directory. `inbox dev` applies them on every start, so each must be idempotent
+    # (`create table if not exists ...`); in production they are your own migrations, run
+    # after `inbox db upgrade`.
+    tables: list[Path] = Field(default_factory=list)
+
+
 class RetentionSettings(_Section):
     # `inbox prune` refuses to remove events younger than this: a pruned key can be accepted
     # again, so it must outlive every provider's retry window (Stripe retries for 3 days).
@@ -215,6 +238,14 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     receiver: ReceiverSettings = ReceiverSettings()
     retention: RetentionSettings = RetentionSettings()
+    app: AppSettings = AppSettings()
+
+    # The TOML file these settings were read from (None: environment and defaults only).
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_file(self) -> Path | None:
+        return self._config_file
 
     @field_validator("sources")
     @classmethod
@@ -299,7 +330,9 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
             raise ConfigError(f"{path}: cannot read it: {exc.strerror}", path=str(path)) from exc
     _TOML_PATH_FOR_LOAD["path"] = path
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
+        settings._config_file = path
+        return settings
     except ValidationError as exc:
         raise _config_error(exc, path) from exc
     except SettingsError as exc:  # a variable holding a section or a list that is not JSON

@@ -124,7 +124,14 @@ def _check_schema(url: str, early: _EarlySignals) -> bool:
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     early = _EarlySignals()
     early.install()
-    router = load_router(args.app)
+    spec = args.app or settings.app.router
+    if not spec:
+        raise ConfigError(
+            "which handlers? pass --app module:router, or set [app] router in the config file"
+        )
+    router = load_router(spec)
+    if args.check:
+        return 0  # the handlers import: what `inbox dev` asks before it starts anything
     with database_url(settings) as url:
         if not _check_schema(url, early):
             return 0  # stopped before it started: nothing was claimed
@@ -135,7 +142,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def register(commands: Any) -> None:
     worker = commands.add_parser("worker", help="process events with the handlers of --app")
-    worker.add_argument("--app", required=True, help="the Router to serve, as module:attribute")
+    worker.add_argument(
+        "--app", help="the Router to serve, as module:attribute (default: [app] router)"
+    )
     worker.add_argument(
         "--concurrency",
         type=positive_int,
@@ -144,6 +153,9 @@ def register(commands: Any) -> None:
     )
     worker.add_argument(
         "--metrics-port", type=port, default=None, help="serve Prometheus metrics on 127.0.0.1"
+    )
+    worker.add_argument(
+        "--check", action="store_true", help="only import the handlers, then exit (0: they load)"
     )
     worker.set_defaults(handler=_worker)
     register_replay(commands)

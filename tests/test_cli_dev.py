@@ -1,13 +1,18 @@
-"""`inbox dev`, the main job: embedded PostgreSQL, receiver and worker, from one command."""
+"""`inbox dev`, the main job: embedded PostgreSQL, receiver and worker, from one command —
+from the repository's example config, and in a folder with nothing in it; and however it
+ends, it leaves no PostgreSQL behind."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -17,6 +22,79 @@ from tests._wait import scalar, wait_for
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
+    return {**env, "PYTHONPATH": str(REPO), **extra}
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A command as another terminal runs it: none of the test's INBOX_* environment."""
+    return subprocess.run(
+        command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def postgres_serving(pgdata: Path) -> list[int]:
+    """Processes of a PostgreSQL server on ``pgdata`` (a /proc scan: the postmaster's
+    command line names its data directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"postgres") and str(pgdata).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+class Dev:
+    """A running `inbox dev` and its output."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], *args: str) -> None:
+        self.log_path = cwd / "dev.log"
+        self._out: IO[str] = self.log_path.open("w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "inbox", *args, "dev"],
+            cwd=cwd,
+            env=env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        self._out.flush()
+        return self.log_path.read_text()
+
+    def wait_for_banner(self) -> str:
+        def shown() -> bool:
+            assert self.proc.poll() is None, self.log()
+            return "Ctrl-C stops everything" in self.log()
+
+        wait_for(shown, timeout=120, what="inbox dev's banner")
+        return self.log()
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(timeout=90)
+        finally:
+            self._out.close()
+
+
+@pytest.fixture
+def dev_folder(server_dir: Path) -> Iterator[Path]:
+    folder = server_dir / "project"
+    folder.mkdir()
+    yield folder
+    # However the test ended, no server of its own outlives it.
+    for pid in postgres_serving(folder / ".inbox" / "pgdata"):
+        os.kill(pid, signal.SIGKILL)
 
 
 def test_dev_receives_a_signed_webhook_and_the_example_handler_records_it(
@@ -30,42 +108,23 @@ def test_dev_receives_a_signed_webhook_and_the_example_handler_records_it(
         .replace("port = 8000", f"port = {unused_tcp_port}"),
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
-    out = (tmp_path / "dev.log").open("w+")
-    dev = subprocess.Popen(
-        [sys.executable, "-m", "inbox", "--config", str(config), "dev"],
-        cwd=REPO,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    dev = Dev(REPO, _env(), "--config", str(config))
     try:
 
-        def log() -> str:
-            out.flush()
-            return (tmp_path / "dev.log").read_text()
-
         def healthy() -> bool:
-            assert dev.poll() is None, log()
+            assert dev.proc.poll() is None, dev.log()
             try:
                 return httpx.get(f"http://127.0.0.1:{unused_tcp_port}/healthz").is_success
             except httpx.TransportError:
                 return False
 
         wait_for(healthy, timeout=90, what="inbox dev to serve")
-        match = re.search(r"database\s+(\S+)", log())
-        assert match, log()
+        match = re.search(r"database\s+(\S+)", dev.log())
+        assert match, dev.log()
         database = match.group(1)
 
-        sent = subprocess.run(
-            [sys.executable, "-m", "inbox", "--config", str(config), "send", "stripe"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        send = [sys.executable, "-m", "inbox", "--config", str(config), "send", "stripe"]
+        sent = _run(send, REPO)
         assert sent.returncode == 0, sent.stdout + sent.stderr
         assert "HTTP 200" in sent.stdout
         wait_for(
@@ -75,7 +134,95 @@ def test_dev_receives_a_signed_webhook_and_the_example_handler_records_it(
         )
         assert scalar(database, "select outcome from inbox_attempts") == "processed"
     finally:
-        dev.send_signal(signal.SIGINT)
-        code = dev.wait(timeout=90)
-        out.close()
+        code = dev.stop()  # Ctrl-C
     assert code == 0
+    assert postgres_serving(server_dir / "data" / "pgdata") == []
+
+
+def _banner_command(banner: str, after: str) -> tuple[list[str], Path]:
+    """The command the banner prints on the line after ``after``, and the folder it names."""
+    lines = banner.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(after))
+    folder = Path(lines[at].rsplit(" in ", 1)[1].rstrip(":")) if " in " in lines[at] else None
+    return shlex.split(lines[at + 1]), folder or Path.cwd()
+
+
+def test_dev_in_an_empty_folder_runs_the_demo_and_its_banner_commands_work(
+    dev_folder: Path, unused_tcp_port: int
+) -> None:
+    dev = Dev(dev_folder, _env(INBOX_RECEIVER__PORT=str(unused_tcp_port)))
+    try:
+        banner = dev.wait_for_banner()
+        assert postgres_serving(dev_folder / ".inbox" / "pgdata")  # the scan sees it running
+        assert "handlers   processors.examples.handlers:router" in banner
+        assert "sources    stripe, github, demo" in banner
+        secrets_file = dev_folder / ".inbox" / "dev-secrets.json"
+        assert secrets_file.stat().st_mode & 0o777 == 0o600
+        for secret in re.findall(r'"(whsec_[^"]+|dev_[^"]+)"', secrets_file.read_text()):
+            assert secret not in banner  # the banner names the file, never a secret
+
+        # Exactly as printed, from another shell that has none of dev's environment.
+        send, folder = _banner_command(banner, "send a signed test webhook")
+        assert folder == dev_folder
+        sent = _run(send, folder)
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        assert "HTTP 200" in sent.stdout
+
+        look, _ = _banner_command(banner, "then see what happened")
+        seen: list[subprocess.CompletedProcess[str]] = []
+
+        def processed() -> bool:
+            seen.append(_run(look, folder))
+            return seen[-1].returncode == 0 and "processed" in seen[-1].stdout
+
+        wait_for(processed, timeout=60, what="the banner's events list to say processed")
+        assert "using the database of the running `inbox dev`" in seen[-1].stderr
+        assert " stripe " in seen[-1].stdout
+    finally:
+        code = dev.stop(signal.SIGTERM)
+    assert code == 0, dev.log()
+    assert postgres_serving(dev_folder / ".inbox" / "pgdata") == []
+    assert not (dev_folder / ".inbox" / "dev-server.json").exists()
+
+
+def _dev_fails(folder: Path) -> subprocess.CompletedProcess[str]:
+    done = _run([sys.executable, "-m", "inbox", "dev"], folder)
+    assert done.returncode == 2, done.stdout + done.stderr
+    return done
+
+
+def test_handlers_that_do_not_import_stop_dev_before_anything_starts(dev_folder: Path) -> None:
+    (dev_folder / "inbox.toml").write_text('[app]\nrouter = "my_handlers:router"\n')
+    (dev_folder / "my_handlers.py").write_text("import no_such_module\n")
+    done = _dev_fails(dev_folder)
+    (line,) = done.stderr.strip().splitlines()
+    assert "my_handlers:router (from [app] router in inbox.toml)" in line
+    assert "no_such_module" in line
+    assert not (dev_folder / ".inbox" / "pgdata").exists()  # no server was ever started
+
+
+def test_a_failure_after_the_server_started_leaves_no_postgres_behind(dev_folder: Path) -> None:
+    (dev_folder / "inbox.toml").write_text('[app]\ntables = ["broken.sql"]\n')
+    (dev_folder / "broken.sql").write_text("create tabel oops (id int);\n")
+    done = _dev_fails(dev_folder)
+    assert "broken.sql" in done.stderr
+    assert "syntax error" in done.stderr
+    pgdata = dev_folder / ".inbox" / "pgdata"
+    assert (pgdata / "PG_VERSION").exists()  # the server had started
+    assert postgres_serving(pgdata) == []
+
+
+def test_a_worker_that_dies_stops_dev_and_its_server(dev_folder: Path) -> None:
+    (dev_folder / "inbox.toml").write_text('[app]\nrouter = "dying:router"\n')
+    # Imports fine where `inbox dev` checks it, dies in the worker (which has the URL).
+    (dev_folder / "dying.py").write_text(
+        "import os\n"
+        "from processors import Router\n"
+        "router = Router()\n"
+        "if os.environ.get('INBOX_DATABASE__URL'):\n"
+        "    raise SystemExit(3)\n"
+    )
+    done = _run([sys.executable, "-m", "inbox", "dev"], dev_folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the worker exited with code 3" in done.stderr
+    assert postgres_serving(dev_folder / ".inbox" / "pgdata") == []

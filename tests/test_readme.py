@@ -33,9 +33,7 @@ def _processing_example() -> Router:
 
 def _example_schema() -> str:
     # The example handlers' tables; wherever the examples live (a folder, or the package).
-    found = sorted((REPO / "examples").glob("schema.sql")) + sorted(
-        (REPO / "inbox").rglob("schema.sql")
-    )
+    found = sorted((REPO / "processors" / "examples").glob("schema.sql"))
     assert found, "no example schema.sql"
     return found[0].read_text(encoding="utf-8")
 

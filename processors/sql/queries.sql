@@ -130,3 +130,9 @@ where outcome <> 'released'
 select event_id
 from inbox_claims
 where event_id = any(%(event_ids)s::bigint[])
+
+-- name: count_due
+-- What processors.testing.run_pending waits for: nothing left that may run now. A claimed
+-- row stays until its batch commits, so zero also means every started batch has settled; a
+-- failed attempt's retry lies in the future and no longer counts.
+select count(*) from inbox_work where state = 'pending' and run_at <= now()

@@ -1,1 +1,0 @@
-"""Example handlers that `inbox dev` runs (not part of the installed package)."""
