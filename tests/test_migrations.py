@@ -15,8 +15,8 @@ from inbox._sql import load_queries
 SQL_FILES = [
     ("inbox.sql", "queries.sql"),
     ("inbox.sql", "operator.sql"),
+    ("inbox.sql", "replay.sql"),
     ("processors.sql", "queries.sql"),
-    ("processors.sql", "replay.sql"),
 ]
 
 

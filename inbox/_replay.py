@@ -34,7 +34,7 @@ __all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", 
 
 log = structlog.get_logger("processors.replay")
 
-QUERIES = load_queries("processors.sql", "replay.sql")
+QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000
 
 Kind = Literal["replay", "dead-retry"]
