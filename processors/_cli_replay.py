@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             confirm=ask,
             progress=advance,
             kind="dead-retry" if kind == "dead-retry" else "replay",
+            via="cli",
         )
     for bar in bars:
         bar.close()
