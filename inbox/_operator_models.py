@@ -23,13 +23,26 @@ __all__ = [
     "PruneResult",
     "SourceStatus",
     "Status",
+    "Via",
     "WorkState",
+    "check_via",
     "glob_to_like",
     "jsonable",
 ]
 
+Via = Literal["cli", "console", "api"]
+"""Where an audited action (replay, retry, prune) was started from: recorded with it, so
+its actor reads right (``user@host`` from the CLI and the API, a user's name from the
+console)."""
+VIA: tuple[Via, ...] = ("cli", "console", "api")
+
 EventState = Literal["pending", "retrying", "processed", "skipped", "dead"]
 EVENT_STATES: tuple[EventState, ...] = ("pending", "retrying", "processed", "skipped", "dead")
+
+
+def check_via(via: str) -> None:
+    if via not in VIA:
+        raise ValueError(f"via must be one of {', '.join(VIA)}, got {via!r}")
 
 
 def jsonable(value: Any) -> Any:

@@ -141,12 +141,19 @@ class LogStore:
         [(deletable, kept)] = self._rows("prune_preview", {"cutoff": cutoff})
         return int(deletable), int(kept)
 
-    def prune(self, cutoff: datetime, older_than_seconds: float, actor: str) -> PruneResult:
+    def prune(
+        self, cutoff: datetime, older_than_seconds: float, actor: str, via: str
+    ) -> PruneResult:
         """Delete through the retention door; the caller's transaction scopes the door."""
         self._rows("retention_enable", {})
         [(audit_id, events, deliveries, attempts, kept)] = self._rows(
             "prune",
-            {"cutoff": cutoff, "older_than_seconds": older_than_seconds, "created_by": actor},
+            {
+                "cutoff": cutoff,
+                "older_than_seconds": older_than_seconds,
+                "created_by": actor,
+                "via": via,
+            },
         )
         return PruneResult(
             cutoff=cutoff,

@@ -39,7 +39,9 @@ from inbox._operator_models import (
     PruneResult,
     SourceStatus,
     Status,
+    Via,
     WorkState,
+    check_via,
 )
 from inbox._operator_store import LogStore
 from inbox._receiver_scrape import receiver_rejections
@@ -224,12 +226,15 @@ def prune(
     minimum: timedelta = MINIMUM_RETENTION,
     dry_run: bool = False,
     actor: str | None = None,
+    via: Via = "api",
 ) -> PruneResult:
     """Remove events received more than ``older_than`` ago, with their deliveries and
     attempts, through the audited retention path. Events with work left (pending, retrying
     or dead) are kept. Refuses an ``older_than`` below ``minimum``: a pruned key can be
-    accepted again, so a provider's late retry would run twice.
+    accepted again, so a provider's late retry would run twice. ``actor`` (default:
+    ``user@host`` of this process) and ``via`` are recorded in the audit.
     """
+    check_via(via)
     if older_than < minimum:
         raise RefusedError(
             "refusing to prune events younger than the minimum retention of"
@@ -246,7 +251,7 @@ def prune(
             deletable, kept = store.prune_preview(cutoff)
             return PruneResult(cutoff, True, deletable, kept)
         with conn.transaction():
-            result = store.prune(cutoff, older_than.total_seconds(), actor or current_actor())
+            result = store.prune(cutoff, older_than.total_seconds(), actor or current_actor(), via)
     log.info(
         "inbox_pruned",
         cutoff=cutoff.isoformat(),

@@ -218,9 +218,10 @@ events as (
     delete from inbox_events e using doomed where e.id = doomed.id returning 1
 )
 insert into inbox_prunes
-    (created_by, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
+    (created_by, via, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
      attempts_deleted, events_kept)
-select %(created_by)s::text, %(older_than_seconds)s::float8, %(cutoff)s::timestamptz,
+select %(created_by)s::text, %(via)s::text, %(older_than_seconds)s::float8,
+       %(cutoff)s::timestamptz,
        (select count(*) from events), (select count(*) from deliveries),
        (select count(*) from attempts), (select n from kept)
 returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
@@ -228,7 +229,7 @@ returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
 -- name: prunes
 -- The audit trail of retention, newest first.
 select id, created_at, created_by, older_than_seconds, cutoff, events_deleted,
-       deliveries_deleted, attempts_deleted, events_kept
+       deliveries_deleted, attempts_deleted, events_kept, via
 from inbox_prunes
 order by id desc
 limit %(limit)s::bigint
