@@ -19,7 +19,7 @@ import structlog
 from psycopg.types.json import Jsonb
 
 from inbox._errors import RefusedError
-from inbox._operator_models import Via, check_via
+from inbox._operator_models import ReplayRun, Via, check_via
 from inbox._sql import load_queries
 from inbox.queries import (
     Db,
@@ -73,20 +73,6 @@ class ReplayResult:
             "already_processed": self.already_processed,
             "sample": [s.to_json() for s in self.sample],
         }
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayRun:
-    id: int
-    kind: str
-    created_at: datetime
-    created_by: str
-    reason: str
-    filter: dict[str, Any]
-    selected: int
-    queued: int
-    rate_per_second: float | None
-    via: Via = "api"
 
 
 class ReplayStore:
