@@ -250,13 +250,75 @@ def render(title: str, rows: Sequence[Row], calls: int, runs: int) -> list[str]:
 # --- the pages, through the console's ASGI app -------------------------------------------
 
 
-def page_timings(url: str, *, events: int, count: int, seed: int) -> dict[str, list[float]] | None:
-    """The console's pages timed in-process, or None when the console is not installed."""
+def _pages(events: int, sources: int) -> list[tuple[str, Callable[[random.Random], str]]]:
+    """The console's page behind each API call above: (name, a path for this call)."""
+    deep = max(1, events // 100)
+
+    def deep_page(rng: random.Random) -> str:
+        cursor = queries.EventPage([], rng.randint(deep, 2 * deep)).next_cursor
+        return f"/events?cursor={cursor}"
+
+    def detail(rng: random.Random) -> str:
+        return f"/events/{rng.randint(1, events // 10) * 10}"
+
+    return [
+        ("GET /events (first page)", lambda rng: "/events"),
+        ("GET /events?cursor= (deep page)", deep_page),
+        (
+            "GET /events?source=&type=invoice.*",
+            lambda rng: f"/events?source=source{rng.randrange(sources):03d}&type=invoice.*",
+        ),
+        (
+            "GET /events?q=KEY (search by key; 303 to the one match)",
+            lambda rng: f"/events?q=evt_{rng.randint(1, events)}",
+        ),
+        ("GET /events/{id} (detail)", detail),
+        (f"GET / (overview, {sources} sources)", lambda rng: "/"),
+        ("GET /dead", lambda rng: "/dead"),
+    ]
+
+
+def page_timings(
+    url: str, *, events: int, sources: int, count: int, seed: int
+) -> dict[str, list[float]] | None:
+    """The console's pages timed in-process through its ASGI app, signed in as an operator
+    (milliseconds per request); None when the console is not installed here."""
     try:
-        from benchmarks._console_pages import time_pages
+        import httpx
+
+        from inbox._settings import Settings
+        from inbox.console import create_app
     except ImportError:
         return None
-    return time_pages(url, events=events, count=count, seed=seed)
+    import asyncio
+    import secrets
+
+    token = secrets.token_urlsafe(16)
+    app = create_app(
+        Settings(), dsn=url, secret_key=secrets.token_urlsafe(32), dev_login_token=token
+    )
+    pages = _pages(events, sources)
+    rng = random.Random(seed)
+    timings: dict[str, list[float]] = {name: [] for name, _ in pages}
+
+    async def run() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+            signed_in = await client.get(f"/login/token/{token}")
+            assert signed_in.status_code == 303, signed_in.text[:200]
+            for _, path in pages:  # warm up: the pool opens, the templates compile
+                await client.get(path(rng))
+            for _ in range(count):
+                for name, path in pages:
+                    started = time.perf_counter()
+                    response = await client.get(path(rng))
+                    timings[name].append((time.perf_counter() - started) * 1000)
+                    # a search that finds one event answers 303 to its detail page
+                    assert response.status_code in (200, 303), (name, response.status_code)
+        await app.state.console.pool.close()
+
+    asyncio.run(run())
+    return timings
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -299,7 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         page_runs = []
         if args.pages:
             for run in range(args.runs):
-                timed = page_timings(url, events=args.events, count=args.calls, seed=run)
+                timed = page_timings(
+                    url, events=args.events, sources=args.sources, count=args.calls, seed=run
+                )
                 if timed is None:
                     print("the console is not installed here: pages not timed", flush=True)
                     break
