@@ -58,7 +58,9 @@ class LogStore:
     def source_status(
         self, sources: Sequence[str], rejected: Mapping[str, int] | None
     ) -> list[SourceStatus]:
-        rows = self._rows("status_sources", {"sources": list(sources)})
+        with self._conn.transaction():
+            self._rows("interactive", {})
+            rows = self._rows("status_sources", {"sources": list(sources)})
         names = {row[0] for row in rows}
         extra = sorted(set(rejected or {}) - names)  # rejected but never stored: still shown
         result = [
@@ -168,7 +170,9 @@ class LogStore:
 
     def activity(self, window: timedelta, step: timedelta) -> Activity:
         buckets = int(window / step)
-        rows = self._rows("activity", {"step": step, "buckets": buckets})
+        with self._conn.transaction():
+            self._rows("interactive", {})
+            rows = self._rows("activity", {"step": step, "buckets": buckets})
         return Activity(window, step, [ActivityPoint(*row) for row in rows])
 
     def replay_run(self, run_id: int) -> ReplayRun | None:

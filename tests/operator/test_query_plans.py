@@ -121,6 +121,11 @@ def test_the_activity_counts_come_from_the_time_indexes(filled_url: str) -> None
     ]
 
 
+def test_the_overview_counts_a_day_of_events_from_the_index(filled_url: str) -> None:
+    scans = _scans(_plans(filled_url, CALLS["overview"]))
+    assert ("Index Only Scan", "inbox_events", "inbox_events_received_at") in scans
+
+
 def test_the_events_page_walks_the_primary_key_backwards(filled_url: str) -> None:
     plans = _plans(filled_url, CALLS["events, deep page by cursor"])
     [select, *_] = plans
