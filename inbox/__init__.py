@@ -14,6 +14,7 @@ from inbox._errors import (
     InvalidWriteError,
     MigrationError,
     RefusedError,
+    ReplayNotFoundError,
     VerificationError,
 )
 from inbox._lazy import load_lazily
@@ -55,6 +56,7 @@ __all__ = [
     "ReceiverMetrics",
     "ReceiverResponse",
     "RefusedError",
+    "ReplayNotFoundError",
     "Settings",
     "SourceSettings",
     "VerificationError",

@@ -12,39 +12,58 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from inbox._operator_records import (
+    Activity,
+    ActivityPoint,
+    AuditEntry,
+    AuditKind,
+    AuditPage,
+    ReplayProgress,
+    ReplayRun,
+    Via,
+    check_via,
+    decode_cursor,
+    encode_cursor,
+    jsonable,
+)
+
 __all__ = [
+    "Activity",
+    "ActivityPoint",
     "Attempt",
+    "AuditEntry",
+    "AuditKind",
+    "AuditPage",
     "Delivery",
     "EventDetail",
     "EventFilter",
     "EventPage",
     "EventState",
     "EventSummary",
+    "FilterState",
     "PruneResult",
+    "ReplayProgress",
+    "ReplayRun",
     "SourceStatus",
     "Status",
+    "Via",
     "WorkState",
+    "check_via",
+    "decode_cursor",
+    "encode_cursor",
     "glob_to_like",
     "jsonable",
 ]
 
 EventState = Literal["pending", "retrying", "processed", "skipped", "dead"]
 EVENT_STATES: tuple[EventState, ...] = ("pending", "retrying", "processed", "skipped", "dead")
-
-
-def jsonable(value: Any) -> Any:
-    """Datetimes as ISO 8601, timedeltas as seconds, bytes as hex; the rest as is."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
+FilterState = Literal["pending", "retrying", "processed", "skipped", "dead", "replay-queued"]
+"""What a filter can ask for: an event's state, or ``replay-queued`` (its pending work was
+queued by a replay run; such an event is also ``pending`` or ``retrying``)."""
+FILTER_STATES: tuple[FilterState, ...] = (*EVENT_STATES, "replay-queued")
+# States only an event with a work row can be in: a filter of only these is driven from the
+# small work table instead of walking the log.
+_WORK_STATES = frozenset({"pending", "retrying", "dead", "replay-queued"})
 
 
 def glob_to_like(pattern: str) -> str:
@@ -62,7 +81,8 @@ class EventFilter:
     source: str | None = None
     type: str | None = None
     """A glob over the event type: ``invoice.*``."""
-    states: tuple[EventState, ...] | None = None
+    states: tuple[FilterState, ...] | None = None
+    """Any of these (``replay-queued``: pending work queued by a replay run)."""
     since: datetime | None = None
     """Received at or after (inclusive)."""
     until: datetime | None = None
@@ -70,11 +90,17 @@ class EventFilter:
     key: str | None = None
     error: str | None = None
     """A case-insensitive substring of the last error."""
+    repeats: bool | None = None
+    """True: only events delivered more than once (a row in ``inbox_deliveries``)."""
+    replayed: bool | None = None
+    """True: only events some replay run or dead-letter retry included."""
 
     def __post_init__(self) -> None:
         for state in self.states or ():
-            if state not in EVENT_STATES:
-                raise ValueError(f"unknown state {state!r}; one of {', '.join(EVENT_STATES)}")
+            if state not in FILTER_STATES:
+                raise ValueError(f"unknown state {state!r}; one of {', '.join(FILTER_STATES)}")
+        if self.since and self.until and self.since >= self.until:
+            raise ValueError("the received-between range is empty: since must be before until")
 
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
@@ -82,20 +108,24 @@ class EventFilter:
     def params(self) -> dict[str, Any]:
         """The named parameters of the ``select_events`` query."""
         error = self.error
+        states = self.states
         return {
             "ids": list(self.ids) if self.ids is not None else None,
             "source": self.source,
             "type_like": glob_to_like(self.type) if self.type is not None else None,
-            "states": list(self.states) if self.states is not None else None,
+            "states": list(states) if states is not None else None,
+            "work_only": True if states and _WORK_STATES.issuperset(states) else None,
             "since": self.since,
             "until": self.until,
             "key": self.key,
             "error_like": None if error is None else "%" + glob_to_like(error) + "%",
+            "repeats": True if self.repeats else None,
+            "replayed": True if self.replayed else None,
         }
 
     def to_json(self) -> dict[str, Any]:
         """Only the fields given: this is what a replay run records as its filter."""
-        return {k: jsonable(v) for k, v in asdict(self).items() if v is not None}
+        return {k: jsonable(v) for k, v in asdict(self).items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +154,18 @@ class EventPage:
     next_before: int | None
     """Pass as ``before`` for the next page; None on the last page."""
 
+    @property
+    def next_cursor(self) -> str | None:
+        """The same position as an opaque token (``cursor=`` of ``queries.events``): what a
+        URL carries, so the paging key can change without breaking saved links' meaning."""
+        return None if self.next_before is None else encode_cursor({"before": self.next_before})
+
     def to_json(self) -> dict[str, Any]:
-        return {"events": [e.to_json() for e in self.events], "next_before": self.next_before}
+        return {
+            "events": [e.to_json() for e in self.events],
+            "next_before": self.next_before,
+            "next_cursor": self.next_cursor,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +177,13 @@ class Delivery:
     differs: bool
     """The body differs from the stored event's (then ``body`` holds it)."""
     body: bytes | None
+    id: int | None = None
+    """The repeat's id in ``inbox_deliveries`` (None for the first delivery, the event
+    itself): what ``queries.delivery_body`` takes."""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "received_at": jsonable(self.received_at),
             "body_sha256": self.body_sha256.hex(),
             "differs": self.differs,
@@ -160,6 +204,7 @@ class Attempt:
     replay_id: int | None
     replay_reason: str | None
     error_traceback: str | None = None
+    """The handler's traceback when the attempt raised (bounded, migration 0004)."""
     sequence: int = 0
     """The attempt's place in the event's whole history (1, 2, ...); ``attempt`` counts
     within its run, the live one or a replay (``replay_id``), and restarts with each."""
@@ -206,6 +251,8 @@ class EventDetail:
     work: WorkState | None
     deliveries: list[Delivery] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
+    replays: list[ReplayRun] = field(default_factory=list)
+    """The replay runs and dead-letter retries that included the event, newest first."""
 
     def body_json(self) -> Any | None:
         """The body parsed as JSON, or None when it is not JSON."""
@@ -239,6 +286,7 @@ class EventDetail:
             "delivery_count": len(self.deliveries),
             "deliveries": [d.to_json() for d in self.deliveries],
             "attempts": [a.to_json() for a in self.attempts],
+            "replays": [r.to_json() for r in self.replays],
         }
 
 

@@ -19,6 +19,7 @@ import structlog
 from psycopg.types.json import Jsonb
 
 from inbox._errors import RefusedError
+from inbox._operator_models import ReplayRun, Via, check_via
 from inbox._sql import load_queries
 from inbox.queries import (
     Db,
@@ -34,7 +35,7 @@ __all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", 
 
 log = structlog.get_logger("processors.replay")
 
-QUERIES = load_queries("processors.sql", "replay.sql")
+QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000
 
 Kind = Literal["replay", "dead-retry"]
@@ -71,19 +72,6 @@ class ReplayResult:
             "already_processed": self.already_processed,
             "sample": [s.to_json() for s in self.sample],
         }
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayRun:
-    id: int
-    kind: str
-    created_at: datetime
-    created_by: str
-    reason: str
-    filter: dict[str, Any]
-    selected: int
-    queued: int
-    rate_per_second: float | None
 
 
 class ReplayStore:
@@ -123,6 +111,7 @@ class ReplayStore:
                 "selected": run.selected,
                 "queued": run.queued,
                 "rate": run.rate_per_second,
+                "via": run.via,
             },
         )
         self._conn.execute(_q("wake_workers"))
@@ -141,6 +130,7 @@ def replay(
     dry_run: bool = False,
     rate: float | None = None,
     actor: str | None = None,
+    via: Via = "api",
     confirm: Callable[[int], bool] | None = None,
     progress: Callable[[int], None] | None = None,
     sample_size: int = 10,
@@ -160,6 +150,7 @@ def replay(
     ``result.already_processed`` counts those events; with ``include_processed=False``
     (what ``inbox replay`` does unless ``--include-processed``) a selection with any of
     them is refused (``RefusedError``) before anything is written.
+    ``actor`` (default: ``user@host`` of this process) and ``via`` are recorded with it.
     """
     if not reason or not reason.strip():
         raise RefusedError("a replay needs a reason (it is recorded with the run)", action="replay")
@@ -171,6 +162,7 @@ def replay(
         )
     if rate is not None and rate <= 0:
         raise ValueError("rate must be a positive number of events per second")
+    check_via(via)
     selection = event_filter or EventFilter()
     if ids is not None:
         selection = replace(selection, ids=tuple(ids))
@@ -220,12 +212,14 @@ def replay(
                 selected=len(selected),
                 queued=queued,
                 rate_per_second=rate,
+                via=via,
             )
         )
     log.info(
         "replay_enqueued",
         replay_id=replay_id,
         kind=kind,
+        via=via,
         selected=len(selected),
         queued=queued,
         reason=reason,
