@@ -55,12 +55,12 @@ async def login_submit(request: Request) -> Response:
     wait = console.limiter.retry_after(key)
     if wait is not None:
         log.warning("console_sign_in_limited", user=name, peer=key[1])
-        return _form(
-            request,
-            error=f"Too many attempts, try again in {max(1, round(wait))} s.",
-            status=429,
-            name=name,
+        seconds = max(1, round(wait))
+        limited = _form(
+            request, error=f"Too many attempts, try again in {seconds} s.", status=429, name=name
         )
+        limited.headers["retry-after"] = str(seconds)
+        return limited
     principal = await anyio.to_thread.run_sync(
         authenticate, console.settings.console, name, password
     )
