@@ -19,7 +19,10 @@ log = structlog.get_logger("inbox.console")
 
 def _next(request: Request, value: str | None) -> str:
     """Where to go after signing in: a path of the console only (never another site)."""
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+    # Browsers drop tabs and newlines from URLs and read "\\" as "/": "/\t/evil.example"
+    # would become "//evil.example", another site. Only plain printable paths pass.
+    plain = value is not None and all(" " < c < "\x7f" and c != "\\" for c in value)
+    if value and plain and value.startswith("/") and not value.startswith("//"):
         return url_for(request, "") + value
     return url_for(request, "/")
 

@@ -95,6 +95,8 @@ def test_sign_in_goes_back_to_the_page_asked_for_but_never_off_site(client: Test
     assert land("/events?source=shop") == "/events?source=shop"
     assert land("//evil.example/x") == "/"
     assert land("https://evil.example/") == "/"
+    assert land("/\t/evil.example") == "/"
+    assert land("/\\evil.example") == "/"
 
 
 def test_failed_sign_ins_are_limited_per_user_and_address(seeded_db: Seeded) -> None:
