@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli_operator import register as register_operator
 
     register_operator(commands)
+    from inbox._cli_console import register as register_console
+
+    register_console(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
         try:
             register = plugin.load()

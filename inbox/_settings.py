@@ -11,7 +11,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    IPvAnyNetwork,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +31,8 @@ from inbox._errors import ConfigError
 from inbox._extract import parse_spec
 
 __all__ = [
+    "ConsoleSettings",
+    "ConsoleUser",
     "DatabaseSettings",
     "ReceiverSettings",
     "RetentionSettings",
@@ -46,6 +56,12 @@ VerifierName = Literal[
     "hmac",
     "none",
 ]
+
+
+def _require_unique(kind: str, names: list[str]) -> None:
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"{kind} names must be unique; repeated: {', '.join(duplicated)}")
 
 
 class _Section(BaseModel):
@@ -148,6 +164,76 @@ class RetentionSettings(_Section):
     minimum_days: float = Field(default=7.0, ge=1.0)
 
 
+class ConsoleUser(_Section):
+    """One ``[[console.users]]`` entry. ``password_hash`` comes from ``inbox console
+    hash-password``; a user without one can only sign in through the trusted header (the
+    entry then only gives that SSO user a role)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    role: Literal["viewer", "operator"] = "viewer"
+    password_hash: SecretStr | None = None
+
+    @field_validator("password_hash")
+    @classmethod
+    def _known_hash(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith("scrypt$"):
+            raise ValueError("not a hash from `inbox console hash-password` (scrypt$n$r$p$...)")
+        return value
+
+
+class ConsoleSettings(_Section):
+    """The operator console (``inbox console``; ``/console`` in ``inbox serve`` when
+    ``enabled``)."""
+
+    enabled: bool = False
+    # Who sees event bodies: operators ("operators"), every signed-in user ("all"), nobody.
+    bodies: Literal["operators", "all", "none"] = "operators"
+    # A header an SSO proxy sets to the signed-in user's name, honoured only on requests
+    # whose peer address is in `trusted_proxies`.
+    trusted_header: str | None = Field(default=None, min_length=1)
+    trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
+    # The role of a trusted-header user who has no [[console.users]] entry.
+    trusted_role: Literal["viewer", "operator"] = "viewer"
+    users: list[ConsoleUser] = Field(default_factory=list)
+    # Signs the session cookies. Inline, or read from `secret_key_env` / `secret_key_file`.
+    secret_key: SecretStr | None = None
+    secret_key_env: str | None = None
+    secret_key_file: Path | None = None
+    session_idle_minutes: float = Field(default=30.0, gt=0)
+    # Failed sign-ins allowed per user and address within the window, then 429 until it ends.
+    login_attempts: int = Field(default=5, ge=1)
+    login_window_seconds: float = Field(default=300.0, gt=0)
+    # Receivers' /metrics URLs the overview reads rejection counts from (never stored).
+    receiver_metrics: list[str] = Field(default_factory=list)
+    # Where `inbox serve` mounts it, and the path `inbox console` serves it under.
+    base_path: str = Field(default="/console", pattern=r"^(/[A-Za-z0-9._~-]+)+$")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8001, ge=0, le=65535)
+
+    @field_validator("users")
+    @classmethod
+    def _unique_user_names(cls, users: list[ConsoleUser]) -> list[ConsoleUser]:
+        _require_unique("user", [u.name for u in users])
+        return users
+
+    def secret_key_value(self) -> str | None:
+        """The session key: inline, else the ``secret_key_env`` variable, else the file."""
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value()
+        if self.secret_key_env and os.environ.get(self.secret_key_env):
+            return os.environ[self.secret_key_env]
+        if self.secret_key_file is not None:
+            try:
+                return self.secret_key_file.read_text(encoding="utf-8").strip() or None
+            except OSError as exc:
+                raise ConfigError(
+                    f"console.secret_key_file: cannot read {self.secret_key_file}: {exc}",
+                    path=str(self.secret_key_file),
+                    field="console.secret_key_file",
+                ) from exc
+        return None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="INBOX_",
@@ -161,14 +247,12 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     receiver: ReceiverSettings = ReceiverSettings()
     retention: RetentionSettings = RetentionSettings()
+    console: ConsoleSettings = ConsoleSettings()
 
     @field_validator("sources")
     @classmethod
     def _unique_source_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
-        names = [s.name for s in sources]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            raise ValueError(f"source names must be unique; repeated: {', '.join(duplicated)}")
+        _require_unique("source", [s.name for s in sources])
         return sources
 
     @classmethod

@@ -1,0 +1,157 @@
+"""Who is signed in: users from the settings, an SSO proxy's trusted header, the one-time
+link of ``inbox dev``; and the limit on failed sign-ins."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+import structlog
+from starlette.requests import HTTPConnection
+
+from inbox._settings import ConsoleSettings
+from inbox.console._passwords import verify_password
+from inbox.console._session import session_of
+
+__all__ = ["DevToken", "LoginLimiter", "Principal", "authenticate", "current_principal"]
+
+log = structlog.get_logger("inbox.console")
+
+Role = Literal["viewer", "operator"]
+
+# A valid hash of a random password: a sign-in for an unknown user costs what a wrong
+# password costs, so the response time does not tell which names exist.
+_DUMMY_HASH = "scrypt$32768$8$1$ocx7bBDKMX1CEVb2hbArWw$Rdj5XrYWD3A8eL3-X48nRZLjXqHGEc5WGvz7W6BcVVE"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    name: str
+    role: Role
+    via: Literal["password", "header", "dev"]
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role == "operator"
+
+    def may_see_bodies(self, bodies: str) -> bool:
+        return bodies == "all" or (bodies == "operators" and self.is_operator)
+
+
+def _role_of(settings: ConsoleSettings, name: str) -> Role | None:
+    user = next((u for u in settings.users if u.name == name), None)
+    return None if user is None else user.role
+
+
+def authenticate(settings: ConsoleSettings, name: str, password: str) -> Principal | None:
+    """The user, when ``password`` is theirs."""
+    user = next((u for u in settings.users if u.name == name), None)
+    stored = user.password_hash.get_secret_value() if user and user.password_hash else None
+    matches = verify_password(password, stored or _DUMMY_HASH)
+    if user is None or stored is None or not matches:
+        return None
+    return Principal(user.name, user.role, "password")
+
+
+def _trusted_peer(settings: ConsoleSettings, conn: HTTPConnection) -> bool:
+    host = conn.client.host if conn.client else None
+    try:
+        address = ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    return any(address in network for network in settings.trusted_proxies)
+
+
+def current_principal(settings: ConsoleSettings, conn: HTTPConnection) -> Principal | None:
+    """The signed-in user of this request, or None.
+
+    The trusted header wins when the request comes from a trusted proxy (and starts a new
+    session when it names someone else); from any other address it is ignored. A password
+    session is checked against the settings again, so a removed user is signed out.
+    """
+    session = session_of(conn)
+    header = settings.trusted_header
+    if header and header in conn.headers:
+        name = conn.headers[header].strip()
+        if not _trusted_peer(settings, conn):
+            log.warning(
+                "console_untrusted_header",
+                header=header,
+                peer=conn.client.host if conn.client else None,
+            )
+        elif name:
+            role = _role_of(settings, name) or settings.trusted_role
+            user = session.user
+            if not user or user.get("name") != name or user.get("via") != "header":
+                session.sign_in(name, role, "header")
+            return Principal(name, role, "header")
+    user = session.user
+    if user is None:
+        return None
+    via = user.get("via")
+    if via == "dev":
+        return Principal(user["name"], "operator", "dev")
+    if via == "password":
+        configured = _role_of(settings, user["name"])
+        if configured is None:
+            session.sign_out()
+            return None
+        return Principal(user["name"], configured, "password")
+    if via == "header" and header and _trusted_peer(settings, conn):
+        return Principal(
+            user["name"], _role_of(settings, user["name"]) or settings.trusted_role, "header"
+        )
+    return None
+
+
+class LoginLimiter:
+    """At most ``attempts`` failed sign-ins per (user, address) in ``window`` seconds."""
+
+    def __init__(self, attempts: int, window: float) -> None:
+        self.attempts = attempts
+        self.window = window
+        self._failures: dict[tuple[str, str], deque[float]] = {}
+
+    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
+        failures = self._failures.get(key, deque())
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+        return failures
+
+    def retry_after(self, key: tuple[str, str], now: float | None = None) -> float | None:
+        """Seconds until the next attempt is allowed, or None when it is allowed now."""
+        now = time.monotonic() if now is None else now
+        failures = self._recent(key, now)
+        if len(failures) < self.attempts:
+            return None
+        return failures[0] + self.window - now
+
+    def failed(self, key: tuple[str, str], now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if len(self._failures) > 10_000:  # bounded: forget keys whose failures have expired
+            for stale in [k for k in self._failures if not self._recent(k, now)]:
+                del self._failures[stale]
+        failures = self._recent(key, now)
+        failures.append(now)
+        self._failures[key] = failures
+
+    def succeeded(self, key: tuple[str, str]) -> None:
+        self._failures.pop(key, None)
+
+
+class DevToken:
+    """The one-time sign-in link of ``inbox dev``: valid once, for an operator session."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self._token: str | None = token or secrets.token_urlsafe(24)
+        self.value = self._token
+
+    def redeem(self, offered: str) -> bool:
+        token, ok = self._token, False
+        if token is not None and secrets.compare_digest(offered.encode(), token.encode()):
+            self._token, ok = None, True
+        return ok

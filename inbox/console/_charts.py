@@ -1,0 +1,87 @@
+"""Charts as inline SVG, drawn on the server: no script, no library, no inline style (the
+colours come from the stylesheet through class names). Every label is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+__all__ = ["activity_charts", "svg_chart"]
+
+WIDTH, HEIGHT = 640, 160
+LEFT, RIGHT, TOP, BOTTOM = 44, 8, 12, 22
+
+
+def _nice_max(value: float) -> float:
+    """The axis top: 1, 2 or 5 times a power of ten, at least ``value``."""
+    if value <= 0:
+        return 1.0
+    scale = 1.0
+    while scale * 10 <= value:
+        scale *= 10
+    while scale > value:
+        scale /= 10
+    for step in (1, 2, 5, 10):
+        if step * scale >= value:
+            return step * scale
+    return 10 * scale
+
+
+def svg_chart(title: str, x_labels: Sequence[str], series: Mapping[str, Sequence[float]]) -> Markup:
+    """A line per series over the same x positions; ``x_labels`` names the first, middle
+    and last position on the axis. The series' names are the CSS classes of their lines."""
+    count = max((len(v) for v in series.values()), default=0)
+    top = _nice_max(max((max(v, default=0) for v in series.values()), default=0))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(i: int) -> float:
+        return LEFT + (plot_w * i / (count - 1) if count > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return TOP + plot_h - plot_h * v / top
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"'
+        f' aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+        f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - RIGHT}"'
+        f' y2="{TOP + plot_h}"/>',
+        f'<text class="tick" x="{LEFT - 4}" y="{TOP + 4}" text-anchor="end">{top:g}</text>',
+        f'<text class="tick" x="{LEFT - 4}" y="{TOP + plot_h}" text-anchor="end">0</text>',
+    ]
+    if x_labels and count:
+        anchors = [(0, "start"), (count // 2, "middle"), (count - 1, "end")]
+        for (i, anchor), label in zip(anchors, x_labels, strict=False):
+            parts.append(
+                f'<text class="tick" x="{x(i):.1f}" y="{HEIGHT - 6}"'
+                f' text-anchor="{anchor}">{escape(label)}</text>'
+            )
+    for name, values in series.items():
+        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+        if points:
+            parts.append(
+                f'<polyline class="series {escape(name)}" points="{points}">'
+                f"<title>{escape(name)}</title></polyline>"
+            )
+    parts.append("</svg>")
+    return Markup("".join(parts))  # noqa: S704 - every interpolated text is escaped above
+
+
+def activity_charts(activity: Any) -> list[tuple[str, Markup]]:
+    """The overview's charts from the operator API's activity (None: not available)."""
+    if activity is None:
+        return []
+    charts = []
+    for title, window in (("Last hour, per minute", activity.hour), ("Last day", activity.day)):
+        labels = [p.start.strftime("%H:%M") for p in window]
+        if labels:
+            labels = [labels[0], labels[len(labels) // 2], labels[-1]]
+        series = {
+            "received": [p.received for p in window],
+            "processed": [p.processed for p in window],
+            "failed": [p.failed for p in window],
+        }
+        charts.append((title, svg_chart(title, labels, series)))
+    return charts

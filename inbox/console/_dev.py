@@ -1,0 +1,60 @@
+"""The console next to the receiver: ``[console] enabled`` in ``inbox serve``, and
+``inbox dev``, which turns it on with a fresh key and a one-time sign-in link."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from inbox._settings import Settings
+from inbox.console._app import create_app
+from inbox.console._web import Console
+
+__all__ = ["mount_for_dev", "with_console"]
+
+
+def with_console(
+    receiver: Starlette,
+    settings: Settings,
+    dsn: str,
+    *,
+    secret_key: str | None = None,
+    dev_login_token: str | None = None,
+) -> Starlette:
+    """``receiver`` with the console mounted at ``[console] base_path`` (``/console``).
+
+    The result runs the receiver's lifespan and closes the console's pool after it.
+    """
+    console = create_app(settings, dsn=dsn, secret_key=secret_key, dev_login_token=dev_login_token)
+    state = console.state.console
+    assert isinstance(state, Console)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with receiver.router.lifespan_context(receiver):
+            try:
+                yield
+            finally:
+                await state.pool.close()
+
+    app = Starlette(
+        routes=[Mount(settings.console.base_path, app=console), Mount("", app=receiver)],
+        lifespan=lifespan,
+    )
+    app.state.receiver = getattr(receiver.state, "receiver", None)
+    app.state.console = state
+    return app
+
+
+def mount_for_dev(settings: Settings, dsn: str, receiver: Starlette) -> tuple[Starlette, str]:
+    """For ``inbox dev``: the receiver with the console, signed with a fresh key, and the
+    path of its one-time sign-in link (print it with the host and port in front)."""
+    token = secrets.token_urlsafe(24)
+    app = with_console(
+        receiver, settings, dsn, secret_key=secrets.token_urlsafe(32), dev_login_token=token
+    )
+    return app, f"{settings.console.base_path}/login/token/{token}"

@@ -1,0 +1,100 @@
+"""The event filter of the events, dead-letter and replay pages, read from a query string
+or a form. A value that does not parse is reported next to its field, never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inbox._operator_models import EVENT_STATES, EventFilter
+from inbox.queries import parse_time
+
+__all__ = ["FILTER_FIELDS", "ParsedFilter", "parse_filter"]
+
+FILTER_FIELDS = ("source", "type", "state", "after", "before", "repeats", "replayed")
+STATES = (*EVENT_STATES, "replay")
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+@dataclass
+class ParsedFilter:
+    values: dict[str, str]
+    """What the form shows again: the fields as given."""
+    event_filter: EventFilter | None
+    """None when a field is wrong (see ``errors``)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    limit: int = DEFAULT_LIMIT
+    cursor: int | None = None
+    repeats: bool = False
+    replayed: bool = False
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The filter as query parameters (a stable URL for this view)."""
+        return {k: v for k, v in self.values.items() if k in FILTER_FIELDS and v}
+
+    def is_empty(self) -> bool:
+        return not self.query
+
+
+def _flag(value: str) -> bool:
+    return value.lower() in ("1", "on", "true", "yes")
+
+
+def parse_filter(params: Mapping[str, Any], *, state: str | None = None) -> ParsedFilter:
+    """``state`` forces one (the dead-letter page is ``dead``)."""
+    values = {k: str(params.get(k) or "").strip() for k in (*FILTER_FIELDS, "cursor", "limit")}
+    if state is not None:
+        values["state"] = state
+    errors: dict[str, str] = {}
+    times = {}
+    for name in ("after", "before"):
+        if values[name]:
+            try:
+                times[name] = parse_time(values[name])
+            except ValueError as exc:
+                errors[name] = str(exc)
+    if values["state"] and values["state"] not in STATES:
+        errors["state"] = f"unknown state {values['state']!r}; one of {', '.join(STATES)}"
+    if values["source"] and len(values["source"]) > 200:
+        errors["source"] = "a source name is at most 200 characters"
+    limit = DEFAULT_LIMIT
+    if values["limit"]:
+        try:
+            limit = int(values["limit"])
+            if not 1 <= limit <= MAX_LIMIT:
+                raise ValueError
+        except ValueError:
+            errors["limit"] = f"a whole number from 1 to {MAX_LIMIT}"
+            limit = DEFAULT_LIMIT
+    cursor = None
+    if values["cursor"]:
+        try:
+            cursor = int(values["cursor"])
+        except ValueError:
+            errors["cursor"] = "not a page of this list (start again from the first page)"
+    parsed = ParsedFilter(
+        values=values,
+        event_filter=None,
+        errors=errors,
+        limit=limit,
+        cursor=cursor,
+        repeats=_flag(values["repeats"]),
+        replayed=_flag(values["replayed"]),
+    )
+    if errors:
+        return parsed
+    chosen = values["state"]
+    try:
+        parsed.event_filter = EventFilter(
+            source=values["source"] or None,
+            type=values["type"] or None,
+            states=(chosen,) if chosen and chosen != "replay" else None,  # type: ignore[arg-type]
+            since=times.get("after"),
+            until=times.get("before"),
+        )
+    except ValueError as exc:
+        parsed.errors["state"] = str(exc)
+    return parsed

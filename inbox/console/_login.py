@@ -1,0 +1,88 @@
+"""Sign-in, sign-out and the one-time link of ``inbox dev``."""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from inbox.console._auth import authenticate, current_principal
+from inbox.console._render import render, url_for
+from inbox.console._session import session_of
+from inbox.console._web import checked_form, console_of, error_page
+
+__all__ = ["login_form", "login_submit", "login_token", "logout"]
+
+log = structlog.get_logger("inbox.console")
+
+
+def _next(request: Request, value: str | None) -> str:
+    """Where to go after signing in: a path of the console only (never another site)."""
+    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return url_for(request, "") + value
+    return url_for(request, "/")
+
+
+def _form(
+    request: Request, *, error: str | None = None, status: int = 200, name: str = ""
+) -> Response:
+    return render(
+        request,
+        "login.html",
+        {
+            "error": error,
+            "username": name,
+            "next": request.query_params.get("next", ""),
+            "has_users": any(u.password_hash for u in console_of(request).settings.console.users),
+        },
+        status=status,
+    )
+
+
+async def login_form(request: Request) -> Response:
+    if current_principal(console_of(request).settings.console, request) is not None:
+        return RedirectResponse(_next(request, request.query_params.get("next")), 303)
+    return _form(request)
+
+
+async def login_submit(request: Request) -> Response:
+    form = await checked_form(request)
+    console = console_of(request)
+    name = str(form.get("username") or "").strip()
+    password = str(form.get("password") or "")
+    key = (name, request.client.host if request.client else "")
+    wait = console.limiter.retry_after(key)
+    if wait is not None:
+        log.warning("console_sign_in_limited", user=name, peer=key[1])
+        return _form(
+            request,
+            error=f"Too many attempts, try again in {max(1, round(wait))} s.",
+            status=429,
+            name=name,
+        )
+    principal = await anyio.to_thread.run_sync(
+        authenticate, console.settings.console, name, password
+    )
+    if principal is None:
+        console.limiter.failed(key)
+        log.info("console_sign_in_failed", user=name, peer=key[1])
+        return _form(request, error="Wrong user name or password.", status=401, name=name)
+    console.limiter.succeeded(key)
+    session_of(request).sign_in(principal.name, principal.role, "password")
+    log.info("console_signed_in", user=principal.name, role=principal.role)
+    return RedirectResponse(_next(request, str(form.get("next") or "")), 303)
+
+
+async def logout(request: Request) -> Response:
+    await checked_form(request)
+    session_of(request).sign_out()
+    return RedirectResponse(url_for(request, "/login"), 303)
+
+
+async def login_token(request: Request) -> Response:
+    token = console_of(request).dev_token
+    if token is None or not token.redeem(request.path_params["token"]):
+        return error_page(request, 403, "This sign-in link is wrong or was already used.")
+    session_of(request).sign_in("dev", "operator", "dev")
+    return RedirectResponse(url_for(request, "/"), 303)

@@ -1,0 +1,117 @@
+"""The seeded inbox the console tests (HTTP and browser) look at: real writes, and a real
+worker whose handlers fail on purpose, so attempts carry errors and some events are dead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from inbox import InboxWriter
+from processors import Event, Router
+from tests._wait import scalar
+from tests.processors._support import run_worker_until, settings
+
+XSS = "<script>alert('x')</script>"
+PAGING_COUNT = 60
+DEAD_COUNT = 3
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """What the seeded database holds (ids are the same in every clone)."""
+
+    url: str
+    key_event: int
+    """stripe:evt_123: 3 deliveries (one with a differing body), 2 attempts (the first
+    failed with an error), processed."""
+    key: str
+    xss_event: int
+    """``<script>`` in its key, type, a header, its body and its attempt's error (dead)."""
+    binary_event: int
+    """A body that is not text (shown as hex)."""
+    dead_ids: list[int] = field(default_factory=list)
+    paging_ids: list[int] = field(default_factory=list)
+    """shop order.paid events, processed, oldest first."""
+    pending_id: int = 0
+    """Written after the worker stopped: still pending."""
+    shared_key: str = "dup-key"
+    shared_key_ids: list[int] = field(default_factory=list)
+    """Events of two sources with the same provider key (a search lists both)."""
+
+
+router = Router()
+
+
+@router.on("stripe", "*")
+async def stripe(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+    if event.attempt == 1 and event.key == "evt_123":
+        raise ValueError("card_declined: amount 4200 does not match the invoice")
+
+
+@router.on("shop", "order.broken")
+async def broken(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+    raise RuntimeError(f"cannot parse order {event.key}")
+
+
+@router.on("xss", "*")
+async def xss(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+    raise ValueError(XSS)
+
+
+@router.on("*", "*")
+async def anything(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+    return None
+
+
+def seed(url: str) -> Seeded:
+    with InboxWriter(url) as w:
+        paging = [
+            w.write(
+                "shop", f"order-{n}", f'{{"n": {n}}}'.encode(), event_type="order.paid"
+            ).event_id
+            for n in range(PAGING_COUNT)
+        ]
+        body = b'{"id": "evt_123", "type": "invoice.paid", "amount": 4200}'
+        key_event = w.write(
+            "stripe",
+            "evt_123",
+            body,
+            headers={"stripe-signature": "t=1,v1=abc", "authorization": "Bearer secret"},
+            event_type="invoice.paid",
+        ).event_id
+        w.write("stripe", "evt_123", body, event_type="invoice.paid")
+        w.write("stripe", "evt_123", body.replace(b"4200", b"4300"), event_type="invoice.paid")
+        xss_event = w.write(
+            "xss", XSS, f'{{"note": "{XSS}"}}'.encode(), headers={"x-evil": XSS}, event_type=XSS
+        ).event_id
+        binary = w.write("bin", "blob-1", bytes(range(256)), event_type="blob").event_id
+        dead = [
+            w.write("shop", f"broken-{n}", b'{"n": 0}', event_type="order.broken").event_id
+            for n in range(DEAD_COUNT)
+        ]
+        shared = [
+            w.write(source, "dup-key", b"{}", event_type="ping").event_id
+            for source in ("github", "slack")
+        ]
+    run_worker_until(
+        url,
+        router,
+        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
+        worker_settings=settings(max_attempts=2),
+        what="every event settled",
+    )
+    with InboxWriter(url) as w:
+        pending = w.write("shop", "late-1", b'{"n": 1}', event_type="order.paid").event_id
+    return Seeded(
+        url=url,
+        key_event=key_event,
+        key="evt_123",
+        xss_event=xss_event,
+        binary_event=binary,
+        dead_ids=dead,
+        paging_ids=paging,
+        pending_id=pending,
+        shared_key_ids=shared,
+    )

@@ -1,0 +1,102 @@
+"""Fixtures of the console's tests, shared with the browser tests (names are stable):
+``seeded_db`` (a fresh clone of the seeded inbox), ``console_settings`` (a viewer and an
+operator with known passwords), ``console_app`` and ``client``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from inbox._settings import Settings
+from inbox.console import create_app
+from inbox.console._passwords import hash_password
+from tests._pg import create_database, drop_database, unique_name
+from tests.console._seed import Seeded, seed
+
+VIEWER = ("vera", "viewer-password")
+OPERATOR = ("olga", "operator-password")
+SECRET_KEY = "test-secret-key-0123456789abcdef"
+TRUSTED_PROXY = "10.1.2.3"
+
+
+def make_settings(**console: object) -> Settings:
+    """Settings with the viewer and the operator (cheap hashes: tests sign in often)."""
+    users = [
+        {"name": VIEWER[0], "role": "viewer", "password_hash": hash_password(VIEWER[1], n=2**10)},
+        {
+            "name": OPERATOR[0],
+            "role": "operator",
+            "password_hash": hash_password(OPERATOR[1], n=2**10),
+        },
+        {"name": "sso-operator", "role": "operator"},
+    ]
+    values: dict[str, object] = {
+        "users": users,
+        "secret_key": SECRET_KEY,
+        "trusted_header": "X-Forwarded-User",
+        "trusted_proxies": ["10.0.0.0/8"],
+        **console,
+    }
+    return Settings(console=values, database={"connect_timeout_seconds": 1.0})
+
+
+@pytest.fixture(scope="session")
+def seeded_template(pg_server: str, template_db: str) -> Iterator[tuple[str, Seeded]]:
+    """Seeded once per session; each test gets a clone."""
+    name = unique_name("inbox_console_seed")
+    url = create_database(pg_server, name, template=template_db)
+    try:
+        yield name, seed(url)
+    finally:
+        drop_database(pg_server, name)
+
+
+@pytest.fixture
+def seeded_db(pg_server: str, seeded_template: tuple[str, Seeded]) -> Iterator[Seeded]:
+    template, seeded = seeded_template
+    name = unique_name("inbox_console")
+    url = create_database(pg_server, name, template=template)
+    try:
+        yield dataclasses.replace(seeded, url=url)
+    finally:
+        drop_database(pg_server, name)
+
+
+@pytest.fixture
+def console_settings() -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+def console_app(console_settings: Settings, seeded_db: Seeded) -> Starlette:
+    return create_app(console_settings, dsn=seeded_db.url)
+
+
+@pytest.fixture
+def client(console_app: Starlette) -> Iterator[TestClient]:
+    """Unsigned; ``sign_in(client, VIEWER)`` signs it in."""
+    with TestClient(console_app, base_url="http://console.test") as test_client:
+        yield test_client
+
+
+def csrf_of(client: TestClient, path: str = "/login") -> str:
+    """The CSRF token the page's forms carry."""
+    import re
+
+    page = client.get(path)
+    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert match, f"no CSRF token on {path}"
+    return match.group(1)
+
+
+def sign_in(client: TestClient, user: tuple[str, str]) -> None:
+    response = client.post(
+        "/login",
+        data={"username": user[0], "password": user[1], "csrf": csrf_of(client)},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303, response.text
