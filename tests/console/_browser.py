@@ -50,6 +50,7 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--hide-scrollbars",  # screenshots show the page, not the window's scrollbar
 )
 
 
@@ -185,16 +186,20 @@ class Screenshots:
         self.folder = folder
         self.saved: list[Path] = []
 
-    def take(self, driver: webdriver.Chrome, name: str) -> Path:
+    def take(self, driver: webdriver.Chrome, name: str, *, whole_page: bool = True) -> Path:
+        """``whole_page``: the window grows to the document's height first (up to 4000 px);
+        else only the first screen is taken (a long list)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.png"
-        # The whole page, not only the window: size the window to the document first.
-        height = driver.execute_script(
-            "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
-        )
-        driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + 120, 4000)))
-        assert driver.save_screenshot(str(path)), f"no screenshot saved to {path}"
-        driver.set_window_size(*WINDOW)
+        if whole_page:
+            height = driver.execute_script(
+                "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+            )
+            driver.set_window_size(WINDOW[0], max(WINDOW[1], min(int(height) + 140, 4000)))
+        try:
+            assert driver.save_screenshot(str(path)), f"no screenshot saved to {path}"
+        finally:
+            driver.set_window_size(*WINDOW)
         self.saved.append(path)
         return path
 

@@ -1,10 +1,11 @@
 """The console in a real browser: the operator's story of issue 10, end to end.
 
-A provider says it delivered ``evt_browser_1`` three times. The operator signs in, searches the
-key alone, opens the event, sees the three deliveries (one body differs) and both attempts
-(the first failed, with its error), replays it after a dry run with a reason, and finds the
-run in the audit under their name. A viewer then sees no replay button, and a replay POST
-forged from the viewer's own page (with the viewer's valid CSRF token) is refused with 403.
+A provider says it delivered ``evt_123`` three times (tests/console/_seed.py). The operator
+signs in, searches the key alone, opens the event, sees the three deliveries (one body
+differs) and both attempts (the first failed, with its error), replays it after a dry run
+with a reason, and finds the run in the audit under their name. A viewer then sees no replay
+button, and a replay POST forged from the viewer's own page (with the viewer's valid CSRF
+token) is refused with 403.
 
 Every page visited is saved as a screenshot with a stable name; with
 ``INBOX_CONSOLE_SCREENSHOTS=docs/console`` the run regenerates docs/console/*.png.
@@ -12,20 +13,16 @@ Every page visited is saved as a screenshot with a stable name; with
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
-from inbox import InboxWriter
-from processors import Event, Router
+from inbox.console._passwords import hash_password
 from tests._wait import scalar
 from tests.console._browser import (
     LiveServer,
@@ -37,120 +34,49 @@ from tests.console._browser import (
     screenshots,
     serve,
 )
-from tests.processors._support import run_worker_until, settings
+from tests.console._seed import Seeded
+from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
 
 pytestmark = pytest.mark.slow
 
-SOURCE, KEY = "stripe", "evt_browser_1"
-OPERATOR, OPERATOR_PASSWORD = "ada", "ada-operator-pass"
-VIEWER, VIEWER_PASSWORD = "grace", "grace-viewer-pass"
-ERROR = "card_declined: the bank said no (attempt 1)"
-REASON = "INC-42: the handler's card check is fixed; re-run evt_browser_1"
-
-
-# --- the data: written by the real writer, processed by a real worker -------------------
-
-
-def _body(n: int, note: str) -> bytes:
-    return json.dumps(
-        {"id": f"evt_browser_{n}", "type": "payment_intent.succeeded", "data": {"note": note}}
-    ).encode()
-
-
-def _router() -> Router:
-    router = Router()
-
-    @router.on(SOURCE, "*")
-    async def handle(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-        if event.key == KEY and event.attempt == 1:
-            raise RuntimeError(ERROR)
-        if event.key == "evt_browser_dead":
-            raise ValueError("no such customer: cus_404")
-
-    return router
-
-
-def seed(url: str) -> int:
-    """The event of the story, with neighbours so the lists are not empty; its id."""
-    with InboxWriter(url) as writer:
-        writer.write(SOURCE, "evt_browser_0", _body(0, "an earlier one"), event_type="charge.x")
-        event_id = writer.write(
-            SOURCE,
-            KEY,
-            _body(1, "first delivery"),
-            {"content-type": "application/json", "stripe-signature": "t=1,v1=abc"},
-            event_type="payment_intent.succeeded",
-        ).event_id
-        writer.write(SOURCE, KEY, _body(1, "first delivery"), event_type="payment_intent.x")
-        writer.write(SOURCE, KEY, _body(1, "the provider changed it"), event_type="x")
-        writer.write(
-            SOURCE,
-            "evt_browser_dead",
-            _body(2, "<script>alert('x')</script> never runs"),
-            event_type="customer.updated",
-        )
-    run_worker_until(
-        url,
-        _router(),
-        lambda: (
-            scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0
-            and scalar(url, "select count(*) from inbox_work") == 1
-        ),
-        worker_settings=settings(max_attempts=2),
-        what="the story's event processed (after a failure) and the other dead-lettered",
-    )
-    return event_id
+REASON = "INC-42: the invoice handler's amount check is fixed; re-run evt_123"
 
 
 # --- the console: `inbox console` in its own process -----------------------------------
 
 
-def _config(path: Path, url: str, port: int) -> Path:
-    from inbox.console._passwords import hash_password
-
+def _config(path: Path, url: str) -> Path:
+    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
+    users = "".join(
+        f"""
+[[console.users]]
+name = "{name}"
+role = "{role}"
+password_hash = "{hash_password(password, n=2**10)}"
+"""
+        for (name, password), role in ((OPERATOR, "operator"), (VIEWER, "viewer"))
+    )
     path.write_text(
         f"""
 [database]
 url = "{url}"
 
-[[sources]]
-name = "{SOURCE}"
-verifier = "stripe"
-secrets = ["whsec_browser_test"]
-
 [console]
-secret_key = "browser-test-session-key-0123456789abcdef"
-host = "127.0.0.1"
-port = {port}
-
-[[console.users]]
-name = "{OPERATOR}"
-role = "operator"
-password_hash = "{hash_password(OPERATOR_PASSWORD)}"
-
-[[console.users]]
-name = "{VIEWER}"
-role = "viewer"
-password_hash = "{hash_password(VIEWER_PASSWORD)}"
-""",
+secret_key = "{SECRET_KEY}"
+{users}""",
         encoding="utf-8",
     )
     return path
 
 
 @pytest.fixture
-def story(db_url: str) -> int:
-    return seed(db_url)
-
-
-@pytest.fixture
-def console(db_url: str, story: int, tmp_path: Path) -> Iterator[LiveServer]:
+def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
+    """``inbox console`` on a free port, serving the seeded inbox."""
     port = free_port()
-    config = _config(tmp_path / "inbox.toml", db_url, port)
+    config = _config(tmp_path / "inbox.toml", seeded_db.url)
+    argv = [sys.executable, "-m", "inbox", "--config", str(config), "console"]
     yield from serve(
-        [sys.executable, "-m", "inbox", "--config", str(config), "console"],
-        tmp_path / "console.log",
-        port=port,
+        [*argv, "--host", "127.0.0.1", "--port", str(port)], tmp_path / "console.log", port=port
     )
 
 
@@ -174,7 +100,7 @@ def sign_in(driver: webdriver.Chrome, base: str, name: str, password: str) -> No
     form.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(name)
     form.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(password)
     click_and_load(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
-    assert name in find(driver, "#whoami").text
+    assert find(driver, "#whoami").text.startswith(name)
 
 
 def sign_out(driver: webdriver.Chrome) -> None:
@@ -183,58 +109,58 @@ def sign_out(driver: webdriver.Chrome) -> None:
 
 
 def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
-    console: LiveServer,
-    story: int,
-    db_url: str,
-    browser: webdriver.Chrome,
-    shots: Screenshots,
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome, shots: Screenshots
 ) -> None:
-    base = console.base_url
+    base = console.base_url + "/console"
+    event = seeded_db.key_event
 
     browser.get(base + "/")
     find(browser, "form#login")  # no anonymous page
     shots.take(browser, "login")
 
-    sign_in(browser, base, OPERATOR, OPERATOR_PASSWORD)
+    sign_in(browser, base, *OPERATOR)
+    assert find(browser, "table#sources")
     shots.take(browser, "overview")
 
-    browser.get(base + "/events")
-    assert len(browser.find_elements(By.CSS_SELECTOR, "table#events tr.event")) == 3
-    shots.take(browser, "events")
-
-    # The provider's key alone, typed in the header's search box.
-    search = find(browser, "form#search input[name=q]")
-    search.send_keys(KEY)
-    old = browser.current_url
-    search.submit()
-    find(browser, "table#events, #event-meta")
-    assert browser.current_url != old
-    shots.take(browser, "search")
+    click_and_load(browser, find(browser, "header nav a[href$='/events']"))
     rows = browser.find_elements(By.CSS_SELECTOR, "table#events tr.event")
-    if rows:  # a list of the matches (a single match may also open the event directly)
-        assert len(rows) == 1, [r.text for r in rows]
-        assert KEY in rows[0].text
-        click_and_load(browser, rows[0].find_element(By.CSS_SELECTOR, "a.event-link"))
+    assert len(rows) == 50  # the first page; more behind the next-page link
+    assert rows[0].find_element(By.CSS_SELECTOR, "a.event-link").text == str(seeded_db.pending_id)
+    assert find(browser, "a#next-page")
+    shots.take(browser, "events", whole_page=False)
 
-    meta = find(browser, "#event-meta")
-    assert KEY in meta.text
-    assert browser.current_url.rstrip("/").endswith(f"/events/{story}")
+    # A key two sources share: the search lists both.
+    search_for(browser, seeded_db.shared_key)
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#events tr.event")
+    assert sorted(int(r.find_element(By.CSS_SELECTOR, "a.event-link").text) for r in rows) == (
+        sorted(seeded_db.shared_key_ids)
+    )
+    shots.take(browser, "search")
+
+    # The provider's key alone: one match, so it opens the event.
+    search_for(browser, seeded_db.key)
+    assert seeded_db.key in find(browser, "#event-meta").text
+    assert browser.current_url.endswith(f"/events/{event}")
     deliveries = browser.find_elements(By.CSS_SELECTOR, "section#deliveries .delivery")
     assert len(deliveries) == 3, [d.text for d in deliveries]
+    assert "original" in deliveries[0].text
+    assert [("differs" in d.get_attribute("class").split()) for d in deliveries] == [
+        False, False, True
+    ]  # fmt: skip
     attempts = browser.find_elements(By.CSS_SELECTOR, "section#attempts tr.attempt")
     assert len(attempts) == 2, [a.text for a in attempts]
-    errors = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".attempt-error")]
-    assert any(ERROR in e for e in errors), errors
-    assert "first delivery" in find(browser, "#body").text
+    assert "failed" in attempts[0].text
+    assert "processed" in attempts[1].text
+    error = attempts[0].find_element(By.CSS_SELECTOR, ".attempt-error").text
+    assert "card_declined: amount 4200 does not match the invoice" in error
+    assert '"amount": 4200' in find(browser, "#body").text
     shots.take(browser, "event")
 
     # Replay just this event: the dry run first.
-    click_and_load(browser, find(browser, "form#replay-event button"))
+    click_and_load(browser, find(browser, "form#replay-event button[type=submit]"))
     preview = find(browser, "#replay-preview")
     assert find(browser, "#replay-count").text.strip() == "1"
-    assert re.search(r"\b1\b.*already processed|already processed.*\b1\b", preview.text), (
-        preview.text
-    )
+    assert "already processed" in preview.text, preview.text
     confirm = find(browser, "form#replay-confirm")
     included = confirm.find_elements(By.CSS_SELECTOR, "input[name=include_processed]")
     assert included, "the processed event needs an explicit include_processed checkbox"
@@ -245,9 +171,8 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     click_and_load(browser, find(browser, "button#replay-start"))
 
     run = find(browser, "#replay-run")
-    match = re.search(r"/replay/runs/(\d+)", browser.current_url)
+    match = re.search(r"/replay/runs/(\d+)$", browser.current_url)
     assert match, browser.current_url
-    run_id = int(match.group(1))
     counts = {
         name: int(find(browser, f"#run-{name}").text.strip())
         for name in ("processed", "failed", "pending")
@@ -255,39 +180,47 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     assert sum(counts.values()) == 1, (counts, run.text)
     shots.take(browser, "replay-run")
 
-    browser.get(base + "/audit")
+    click_and_load(browser, find(browser, "header nav a[href$='/audit']"))
     rows = browser.find_elements(By.CSS_SELECTOR, "table#audit tr.audit-row")
     mine = [r for r in rows if REASON in r.find_element(By.CSS_SELECTOR, ".audit-reason").text]
     assert len(mine) == 1, [r.text for r in rows]
-    assert OPERATOR in mine[0].find_element(By.CSS_SELECTOR, ".audit-who").text
+    assert OPERATOR[0] in mine[0].find_element(By.CSS_SELECTOR, ".audit-who").text
     assert "replay" in mine[0].find_element(By.CSS_SELECTOR, ".audit-kind").text.lower()
-    assert scalar(db_url, "select count(*) from inbox_replays") == 1
+    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
     shots.take(browser, "audit")
 
-    browser.get(base + "/dead")
+    click_and_load(browser, find(browser, "header nav a[href$='/dead']"))
     dead = browser.find_elements(By.CSS_SELECTOR, "table#dead input[name=ids]")
-    assert len(dead) == 1
+    assert len(dead) == scalar(
+        seeded_db.url, "select count(*) from inbox_work where state = 'dead'"
+    )
+    assert find(browser, "form#dead-retry [name=reason]")
     shots.take(browser, "dead")
 
     sign_out(browser)
 
     # The viewer: the same event, no replay button, and a forged replay refused.
-    sign_in(browser, base, VIEWER, VIEWER_PASSWORD)
-    browser.get(f"{base}/events/{story}")
+    sign_in(browser, base, *VIEWER)
+    browser.get(f"{base}/events/{event}")
     find(browser, "#event-meta")
     assert browser.find_elements(By.CSS_SELECTOR, "form#replay-event") == []
-    assert forged_replay(browser, base) == 403
-    assert scalar(db_url, "select count(*) from inbox_replays") == 1
+    assert forged_replay(browser, base, event) == 403
+    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
     shots.take(browser, "forbidden")
-    assert run_id > 0
 
 
-def forged_replay(driver: webdriver.Chrome, base: str) -> int:
+def search_for(driver: webdriver.Chrome, text: str) -> None:
+    """Type ``text`` in the header's search box and submit it."""
+    box = find(driver, "form#search input[name=q]")
+    box.clear()
+    box.send_keys(text)
+    click_and_load(driver, find(driver, "form#search button[type=submit]"))
+
+
+def forged_replay(driver: webdriver.Chrome, base: str, event: int) -> int:
     """POST a replay from the viewer's own page, with the viewer's own CSRF token; the
     status the server answered (read from the Performance API)."""
-    token = find(driver, "form#search, form#logout").find_element(
-        By.CSS_SELECTOR, "input[name=csrf]"
-    )
+    token = find(driver, "form#logout input[name=csrf]")
     driver.execute_script(
         """
         const form = document.createElement('form');
@@ -304,7 +237,7 @@ def forged_replay(driver: webdriver.Chrome, base: str) -> int:
         base + "/replay",
         {
             "csrf": token.get_attribute("value"),
-            "source": SOURCE,
+            "ids": str(event),
             "reason": "forged by a viewer",
             "include_processed": "1",
         },
