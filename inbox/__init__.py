@@ -14,6 +14,7 @@ from inbox._errors import (
     InvalidWriteError,
     MigrationError,
     RefusedError,
+    ReplayNotFoundError,
     VerificationError,
 )
 from inbox._settings import Settings, SourceSettings, load_settings
@@ -61,6 +62,7 @@ __all__ = [
     "ReceiverMetrics",
     "ReceiverResponse",
     "RefusedError",
+    "ReplayNotFoundError",
     "Settings",
     "SourceSettings",
     "VerificationError",

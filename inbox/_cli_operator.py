@@ -213,7 +213,7 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
             f" {preview.cutoff.isoformat(timespec='seconds')}?"
         )
         if not args.dry_run and preview.events_deleted and confirm(question, assume_yes=args.yes):
-            result = queries.prune(url, args.older_than, minimum=minimum)
+            result = queries.prune(url, args.older_than, minimum=minimum, via="cli")
     if args.json:
         print_json(result.to_json())
         return 0

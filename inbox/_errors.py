@@ -11,6 +11,7 @@ Every error is an ``InboxError`` and carries the context that locates it::
     ├── MigrationError           the schema is missing or not at the expected revision
     ├── RefusedError             an operator action was refused before it changed anything
     │                            (a prune inside the minimum window, a replay without a reason)
+    ├── ReplayNotFoundError      no replay run has that id (replay_id)
     └── VerificationError        a webhook's signature or timestamp did not verify (reason)
 
 Driver (psycopg) errors are translated into these at one boundary, ``inbox._db``.
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidWriteError",
     "MigrationError",
     "RefusedError",
+    "ReplayNotFoundError",
     "VerificationError",
 ]
 
@@ -71,6 +73,14 @@ class EventNotFoundError(InboxError, LookupError):
 
     def __init__(self, message: str, *, ref: object = None) -> None:
         self.ref = ref
+        super().__init__(message)
+
+
+class ReplayNotFoundError(InboxError, LookupError):
+    """No replay run (or dead-letter retry) has this id."""
+
+    def __init__(self, message: str, *, replay_id: int) -> None:
+        self.replay_id = replay_id
         super().__init__(message)
 
 

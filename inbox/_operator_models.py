@@ -7,29 +7,79 @@ only ever added, never renamed or removed.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 __all__ = [
+    "Activity",
+    "ActivityPoint",
     "Attempt",
+    "AuditEntry",
+    "AuditKind",
+    "AuditPage",
     "Delivery",
     "EventDetail",
     "EventFilter",
     "EventPage",
     "EventState",
     "EventSummary",
+    "FilterState",
     "PruneResult",
+    "ReplayProgress",
+    "ReplayRun",
     "SourceStatus",
     "Status",
+    "Via",
     "WorkState",
+    "check_via",
+    "decode_cursor",
+    "encode_cursor",
     "glob_to_like",
     "jsonable",
 ]
 
+Via = Literal["cli", "console", "api"]
+"""Where an audited action (replay, retry, prune) was started from: recorded with it, so
+its actor reads right (``user@host`` from the CLI and the API, a user's name from the
+console)."""
+VIA: tuple[Via, ...] = ("cli", "console", "api")
+
 EventState = Literal["pending", "retrying", "processed", "skipped", "dead"]
 EVENT_STATES: tuple[EventState, ...] = ("pending", "retrying", "processed", "skipped", "dead")
+FilterState = Literal["pending", "retrying", "processed", "skipped", "dead", "replay-queued"]
+"""What a filter can ask for: an event's state, or ``replay-queued`` (its pending work was
+queued by a replay run; such an event is also ``pending`` or ``retrying``)."""
+FILTER_STATES: tuple[FilterState, ...] = (*EVENT_STATES, "replay-queued")
+# States only an event with a work row can be in: a filter of only these is driven from the
+# small work table instead of walking the log.
+_WORK_STATES = frozenset({"pending", "retrying", "dead", "replay-queued"})
+
+
+def check_via(via: str) -> None:
+    if via not in VIA:
+        raise ValueError(f"via must be one of {', '.join(VIA)}, got {via!r}")
+
+
+def encode_cursor(position: dict[str, Any]) -> str:
+    """An opaque, URL-safe page token for a keyset position."""
+    raw = json.dumps(jsonable(position), separators=(",", ":"), sort_keys=True)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(token: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The position in a token from :func:`encode_cursor`; ``ValueError`` when it is not one
+    (a page token is user input: it arrives in a URL)."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        position = json.loads(raw)
+    except (binascii.Error, ValueError):
+        position = None
+    if not isinstance(position, dict) or set(position) != set(keys):
+        raise ValueError(f"not a page cursor: {token[:40]!r} (start again from the first page)")
+    return position
 
 
 def jsonable(value: Any) -> Any:
@@ -62,7 +112,8 @@ class EventFilter:
     source: str | None = None
     type: str | None = None
     """A glob over the event type: ``invoice.*``."""
-    states: tuple[EventState, ...] | None = None
+    states: tuple[FilterState, ...] | None = None
+    """Any of these (``replay-queued``: pending work queued by a replay run)."""
     since: datetime | None = None
     """Received at or after (inclusive)."""
     until: datetime | None = None
@@ -70,11 +121,17 @@ class EventFilter:
     key: str | None = None
     error: str | None = None
     """A case-insensitive substring of the last error."""
+    repeats: bool | None = None
+    """True: only events delivered more than once (a row in ``inbox_deliveries``)."""
+    replayed: bool | None = None
+    """True: only events some replay run or dead-letter retry included."""
 
     def __post_init__(self) -> None:
         for state in self.states or ():
-            if state not in EVENT_STATES:
-                raise ValueError(f"unknown state {state!r}; one of {', '.join(EVENT_STATES)}")
+            if state not in FILTER_STATES:
+                raise ValueError(f"unknown state {state!r}; one of {', '.join(FILTER_STATES)}")
+        if self.since and self.until and self.since >= self.until:
+            raise ValueError("the received-between range is empty: since must be before until")
 
     def is_empty(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
@@ -82,20 +139,24 @@ class EventFilter:
     def params(self) -> dict[str, Any]:
         """The named parameters of the ``select_events`` query."""
         error = self.error
+        states = self.states
         return {
             "ids": list(self.ids) if self.ids is not None else None,
             "source": self.source,
             "type_like": glob_to_like(self.type) if self.type is not None else None,
-            "states": list(self.states) if self.states is not None else None,
+            "states": list(states) if states is not None else None,
+            "work_only": True if states and _WORK_STATES.issuperset(states) else None,
             "since": self.since,
             "until": self.until,
             "key": self.key,
             "error_like": None if error is None else "%" + glob_to_like(error) + "%",
+            "repeats": True if self.repeats else None,
+            "replayed": True if self.replayed else None,
         }
 
     def to_json(self) -> dict[str, Any]:
         """Only the fields given: this is what a replay run records as its filter."""
-        return {k: jsonable(v) for k, v in asdict(self).items() if v is not None}
+        return {k: jsonable(v) for k, v in asdict(self).items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +185,18 @@ class EventPage:
     next_before: int | None
     """Pass as ``before`` for the next page; None on the last page."""
 
+    @property
+    def next_cursor(self) -> str | None:
+        """The same position as an opaque token (``cursor=`` of ``queries.events``): what a
+        URL carries, so the paging key can change without breaking saved links' meaning."""
+        return None if self.next_before is None else encode_cursor({"before": self.next_before})
+
     def to_json(self) -> dict[str, Any]:
-        return {"events": [e.to_json() for e in self.events], "next_before": self.next_before}
+        return {
+            "events": [e.to_json() for e in self.events],
+            "next_before": self.next_before,
+            "next_cursor": self.next_cursor,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +208,13 @@ class Delivery:
     differs: bool
     """The body differs from the stored event's (then ``body`` holds it)."""
     body: bytes | None
+    id: int | None = None
+    """The repeat's id in ``inbox_deliveries`` (None for the first delivery, the event
+    itself): what ``queries.delivery_body`` takes."""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "id": self.id,
             "received_at": jsonable(self.received_at),
             "body_sha256": self.body_sha256.hex(),
             "differs": self.differs,
@@ -159,6 +234,8 @@ class Attempt:
     error_message: str | None
     replay_id: int | None
     replay_reason: str | None
+    error_traceback: str | None = None
+    """The handler's traceback when the attempt raised (bounded, migration 0004)."""
 
     @property
     def duration(self) -> timedelta:
@@ -187,6 +264,25 @@ class WorkState:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplayRun:
+    """One replay run or dead-letter retry (kind ``dead-retry``), as recorded."""
+
+    id: int
+    kind: str
+    created_at: datetime
+    created_by: str
+    reason: str
+    filter: dict[str, Any]
+    selected: int
+    queued: int
+    rate_per_second: float | None
+    via: Via = "api"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: jsonable(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
 class EventDetail:
     id: int
     source: str
@@ -202,6 +298,8 @@ class EventDetail:
     work: WorkState | None
     deliveries: list[Delivery] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
+    replays: list[ReplayRun] = field(default_factory=list)
+    """The replay runs and dead-letter retries that included the event, newest first."""
 
     def body_json(self) -> Any | None:
         """The body parsed as JSON, or None when it is not JSON."""
@@ -235,6 +333,7 @@ class EventDetail:
             "delivery_count": len(self.deliveries),
             "deliveries": [d.to_json() for d in self.deliveries],
             "attempts": [a.to_json() for a in self.attempts],
+            "replays": [r.to_json() for r in self.replays],
         }
 
 
@@ -319,3 +418,100 @@ class PruneResult:
 
     def to_json(self) -> dict[str, Any]:
         return {k: jsonable(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityPoint:
+    at: datetime
+    """The bucket's start; it spans one step."""
+    received: int
+    processed: int
+    """Attempts that settled the event (processed, or skipped: no handler)."""
+    failed: int
+    """Attempts that raised or crashed (a handler's ``Retry`` is not a failure)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: jsonable(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """Counts per bucket over a window, oldest first; the last bucket holds now."""
+
+    window: timedelta
+    step: timedelta
+    points: list[ActivityPoint]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window_seconds": self.window.total_seconds(),
+            "step_seconds": self.step.total_seconds(),
+            "points": [p.to_json() for p in self.points],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayProgress:
+    """Where the events of one run are now."""
+
+    run: ReplayRun
+    processed: int
+    """Settled under this run."""
+    failed: int
+    """Dead again under this run (or taken over by a later run after failing here)."""
+    pending: int
+    """Still queued (``retrying`` of them have failed at least once)."""
+    retrying: int
+    attempts: int
+    """Attempts made under this run so far."""
+
+    @property
+    def finished(self) -> bool:
+        return self.pending == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run.to_json(),
+            "processed": self.processed,
+            "failed": self.failed,
+            "pending": self.pending,
+            "retrying": self.retrying,
+            "attempts": self.attempts,
+            "finished": self.finished,
+        }
+
+
+AuditKind = Literal["replay", "dead-retry", "prune"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One operator action: a replay run, a dead-letter retry or a prune."""
+
+    kind: AuditKind
+    id: int
+    """The run's id (``inbox_replays``) or the prune's (``inbox_prunes``): unique per kind."""
+    created_at: datetime
+    created_by: str
+    via: Via
+    reason: str | None
+    """Why (replays and retries; a prune's reason is its retention period)."""
+    filter: dict[str, Any]
+    """What it selected: a replay's event filter; a prune's cutoff and retention."""
+    selected: int | None
+    """Events the run selected (None for a prune)."""
+    count: int
+    """Events queued by the run, or deleted by the prune."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: jsonable(v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    entries: list[AuditEntry]
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next (older) page; None on the last page."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entries": [e.to_json() for e in self.entries], "next_cursor": self.next_cursor}

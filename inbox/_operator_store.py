@@ -5,19 +5,24 @@ records."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import tuple_row
 
 from inbox._operator_models import (
+    Activity,
+    ActivityPoint,
     Attempt,
+    AuditEntry,
     Delivery,
     EventDetail,
     EventFilter,
     EventSummary,
     PruneResult,
+    ReplayProgress,
+    ReplayRun,
     SourceStatus,
     WorkState,
 )
@@ -94,6 +99,24 @@ class LogStore:
     def summaries(self, ids: Sequence[int]) -> list[EventSummary]:
         return [EventSummary(*row) for row in self._rows("event_summaries", {"ids": list(ids)})]
 
+    def search(
+        self,
+        *,
+        event_id: int | None,
+        source_key: tuple[str, str] | None,
+        key: str | None,
+        limit: int,
+    ) -> list[int]:
+        source, source_key_value = source_key or (None, None)
+        params = {
+            "id": event_id,
+            "source": source,
+            "source_key": source_key_value,
+            "key": key,
+            "limit": limit,
+        }
+        return [int(row[0]) for row in self._rows("search_events", params)]
+
     def find(
         self, *, event_id: int | None = None, source_key: tuple[str, str] | None = None
     ) -> tuple[Any, ...] | None:
@@ -114,10 +137,11 @@ class LogStore:
         work_rows = self._rows("event_work", {"id": event_id})
         work = WorkState(*work_rows[0]) if work_rows else None
         deliveries = [Delivery(received_at, bytes(sha), False, None)] + [
-            Delivery(at, bytes(digest), bytes(digest) != bytes(sha), _bytes(other))
-            for at, digest, other in self._rows("event_deliveries", {"id": event_id})
+            Delivery(at, bytes(digest), bytes(digest) != bytes(sha), _bytes(other), id=d_id)
+            for d_id, at, digest, other in self._rows("event_deliveries", {"id": event_id})
         ]
         attempts = [Attempt(*r) for r in self._rows("event_attempts", {"id": event_id})]
+        replays = [ReplayRun(*r) for r in self._rows("event_replays", {"id": event_id})]
         [summary] = self.summaries([event_id])
         return EventDetail(
             id=event_id,
@@ -133,7 +157,39 @@ class LogStore:
             work=work,
             deliveries=deliveries,
             attempts=attempts,
+            replays=replays,
         )
+
+    def delivery_body(self, event_id: int, delivery_id: int) -> bytes | None:
+        rows = self._rows("delivery_body", {"event_id": event_id, "delivery_id": delivery_id})
+        return bytes(rows[0][0]) if rows else None
+
+    # --- activity, replay runs, audit ---------------------------------------------------
+
+    def activity(self, window: timedelta, step: timedelta) -> Activity:
+        buckets = int(window / step)
+        rows = self._rows("activity", {"step": step, "buckets": buckets})
+        return Activity(window, step, [ActivityPoint(*row) for row in rows])
+
+    def replay_run(self, run_id: int) -> ReplayRun | None:
+        rows = self._rows("replay_run", {"id": run_id})
+        return ReplayRun(*rows[0]) if rows else None
+
+    def replay_progress(self, run: ReplayRun) -> ReplayProgress:
+        [(processed, failed, pending, retrying, attempts)] = self._rows(
+            "replay_progress", {"id": run.id}
+        )
+        return ReplayProgress(run, processed, failed, pending, retrying, int(attempts))
+
+    def audit(self, before: Mapping[str, Any] | None, limit: int) -> list[AuditEntry]:
+        position = before or {}
+        params = {
+            "before_at": position.get("at"),
+            "before_kind": position.get("kind"),
+            "before_id": position.get("id"),
+            "limit": limit,
+        }
+        return [AuditEntry(*row) for row in self._rows("audit", params)]
 
     # --- retention ----------------------------------------------------------------------
 
@@ -141,12 +197,19 @@ class LogStore:
         [(deletable, kept)] = self._rows("prune_preview", {"cutoff": cutoff})
         return int(deletable), int(kept)
 
-    def prune(self, cutoff: datetime, older_than_seconds: float, actor: str) -> PruneResult:
+    def prune(
+        self, cutoff: datetime, older_than_seconds: float, actor: str, via: str
+    ) -> PruneResult:
         """Delete through the retention door; the caller's transaction scopes the door."""
         self._rows("retention_enable", {})
         [(audit_id, events, deliveries, attempts, kept)] = self._rows(
             "prune",
-            {"cutoff": cutoff, "older_than_seconds": older_than_seconds, "created_by": actor},
+            {
+                "cutoff": cutoff,
+                "older_than_seconds": older_than_seconds,
+                "created_by": actor,
+                "via": via,
+            },
         )
         return PruneResult(
             cutoff=cutoff,

@@ -1,16 +1,32 @@
-"""The operator's Python API: what the inbox holds and did, and retention.
+"""The operator's Python API: what the inbox holds and did, replays, and retention.
 
-Every function takes ``db``: a connection string (a connection is opened, committed and
-closed) or an open ``psycopg.Connection`` (used as is; the caller commits). The CLI commands
-``inbox status``, ``inbox events`` and ``inbox prune`` are thin layers over these::
+The CLI and the web console both call these, and only these: there is one copy of every
+operator query. Every function takes ``db``: a connection string (a connection is opened,
+committed and closed) or an open ``psycopg.Connection`` (used as is; the caller commits).
+They are synchronous; the console runs them in a worker thread (``anyio.to_thread``) over
+connections from a pool::
 
     from inbox import queries
-    st = queries.status("postgresql://…")
-    page = queries.events(db, queries.EventFilter(source="stripe", states=("dead",)))
-    detail = queries.event(db, "stripe:evt_1")
-    queries.prune(db, older_than=queries.parse_duration("90d"))
+    st = queries.status("postgresql://…")               # overview: per source, workers
+    series = queries.activity(db, queries.LAST_HOUR)    # or LAST_DAY: charts
+    page = queries.events(db, queries.EventFilter(source="stripe", type="invoice.*",
+                                                  repeats=True), limit=50)
+    page = queries.events(db, same_filter, cursor=page.next_cursor)   # the next page
+    found = queries.search(db, "evt_123")    # an id, SOURCE:KEY, or a key in any source
+    detail = queries.event(db, "stripe:evt_1")  # deliveries, attempts, replays that had it
+    queries.delivery_body(db, detail.id, detail.deliveries[1].id)  # a repeat's bytes
+    dead = queries.dead(db, queries.EventFilter(source="stripe"))   # dead letters
+    queries.prune(db, older_than=queries.parse_duration("90d"), actor="olga", via="console")
+    queries.replay_progress(db, run_id)      # processed / failed / pending of one run
+    queries.audit(db, limit=50, cursor=None)  # replays, retries, prunes, newest first
 
-Replays are the processing side's: ``processors.replay`` and ``processors.retry_dead``.
+Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retry_dead``
+(``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in ``inbox._replay``;
+``processors`` re-exports them). They take ``actor=`` and ``via=`` (``"cli"``,
+``"console"`` or ``"api"``, the default), recorded in the audit; a preview
+(``dry_run=True``) says how many of the selected events are ``already_processed``::
+
+    queries.replay(db, reason="fix #412", event_filter=f, actor="olga", via="console")
 """
 
 from __future__ import annotations
@@ -20,47 +36,78 @@ import re
 import socket
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import structlog
 
 from inbox._db import translate_driver_errors
-from inbox._errors import EventNotFoundError, RefusedError
+from inbox._errors import EventNotFoundError, RefusedError, ReplayNotFoundError
 from inbox._operator_models import (
+    Activity,
+    ActivityPoint,
     Attempt,
+    AuditEntry,
+    AuditPage,
     Delivery,
     EventDetail,
     EventFilter,
     EventPage,
     EventState,
     EventSummary,
+    FilterState,
     PruneResult,
+    ReplayProgress,
+    ReplayRun,
     SourceStatus,
     Status,
+    Via,
     WorkState,
+    check_via,
+    decode_cursor,
+    encode_cursor,
 )
 from inbox._operator_store import LogStore
 from inbox._receiver_scrape import receiver_rejections
 from inbox._term import human_duration
 
+if TYPE_CHECKING:
+    from inbox._replay import ReplayResult, replay, replay_runs, retry_dead
+
 __all__ = [
     "DEFAULT_MAX_AGE",
+    "LAST_DAY",
+    "LAST_HOUR",
+    "MAX_PAGE",
     "MINIMUM_RETENTION",
+    "Activity",
+    "ActivityPoint",
     "Attempt",
+    "AuditEntry",
+    "AuditPage",
     "Delivery",
     "EventDetail",
     "EventFilter",
     "EventPage",
     "EventState",
     "EventSummary",
+    "FilterState",
     "PruneResult",
+    "ReplayProgress",
+    "ReplayResult",
+    "ReplayRun",
     "SourceStatus",
     "Status",
+    "Via",
     "WorkState",
+    "activity",
+    "audit",
     "connection",
     "current_actor",
+    "dead",
+    "delivery_body",
     "event",
     "event_ids",
     "events",
@@ -68,15 +115,41 @@ __all__ = [
     "parse_time",
     "prune",
     "receiver_rejections",
+    "replay",
+    "replay_progress",
+    "replay_runs",
+    "retry_dead",
+    "search",
     "status",
 ]
 
 log = structlog.get_logger("inbox.queries")
 
+# Replays live in inbox._replay, which builds on this module: they load on first use.
+_REPLAY_NAMES = frozenset({"ReplayResult", "replay", "replay_runs", "retry_dead"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _REPLAY_NAMES:
+        raise AttributeError(f"module 'inbox.queries' has no attribute {name!r}")
+    from inbox import _replay
+
+    value = getattr(_replay, name)
+    globals()[name] = value
+    return value
+
+
 DEFAULT_MAX_AGE = timedelta(minutes=5)
 # Longer than any provider's retry window (Stripe retries for 3 days): a pruned key can be
 # accepted again, so a key must be pruned only once no provider can deliver it any more.
 MINIMUM_RETENTION = timedelta(days=7)
+
+# The overview's two charts: (window, step).
+LAST_HOUR = (timedelta(hours=1), timedelta(minutes=1))
+LAST_DAY = (timedelta(hours=24), timedelta(minutes=15))
+_MAX_BUCKETS = 1440
+MAX_PAGE = 1000
+"""The largest page ``events``, ``dead``, ``search`` and ``audit`` return."""
 
 Db = str | psycopg.Connection[Any]
 
@@ -176,18 +249,70 @@ def status(
     )
 
 
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+
+
 def events(
-    db: Db, event_filter: EventFilter | None = None, *, limit: int = 50, before: int | None = None
+    db: Db,
+    event_filter: EventFilter | None = None,
+    *,
+    limit: int = 50,
+    before: int | None = None,
+    cursor: str | None = None,
 ) -> EventPage:
-    """A page of events, newest first; pass ``page.next_before`` as ``before`` for the next."""
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
+    """A page of events, newest first (keyset paging: a deep page costs what the first does).
+
+    For the next page pass ``page.next_cursor`` as ``cursor`` (an opaque token, what a URL
+    carries) or ``page.next_before`` as ``before`` (the last id shown; the CLI's form).
+    A malformed cursor is a ``ValueError``.
+    """
+    _check_limit(limit)
+    if cursor is not None:
+        if before is not None:
+            raise ValueError("pass either cursor or before, not both")
+        before = _int_position(decode_cursor(cursor, ("before",)), "before", cursor)
     with connection(db, "list events") as conn:
         store = LogStore(conn)
         ids = store.select_ids(event_filter or EventFilter(), limit=limit + 1, before=before)
         more = len(ids) > limit
         page = store.summaries(ids[:limit])
     return EventPage(events=page, next_before=page[-1].id if more and page else None)
+
+
+def dead(
+    db: Db,
+    event_filter: EventFilter | None = None,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> EventPage:
+    """A page of dead letters (the filter narrows them), newest first; retry the chosen ones
+    with ``retry_dead(db, ids=..., reason=...)``."""
+    dead_only = replace(event_filter or EventFilter(), states=("dead",))
+    return events(db, dead_only, limit=limit, cursor=cursor)
+
+
+def search(db: Db, text: str, *, limit: int = 50) -> list[EventSummary]:
+    """Events matching an operator's search, newest first.
+
+    ``text`` is an event id, ``SOURCE:KEY``, or a provider's key alone, which may match in
+    several sources ("the provider says it delivered evt_123 four times"). Every reading of
+    the text is tried: ``123`` finds event 123 and the key ``123`` in any source;
+    ``stripe:evt_1`` finds that key in the ``stripe`` source and the key ``stripe:evt_1``.
+    """
+    _check_limit(limit)
+    needle = text.strip()
+    if not needle:
+        raise ValueError("search for an event id, SOURCE:KEY, or a provider key")
+    source, sep, key = needle.partition(":")
+    source_key = (source, key) if sep and source and key else None
+    event_id = int(needle) if needle.isdigit() and len(needle) <= 18 else None
+    with connection(db, "search events") as conn:
+        store = LogStore(conn)
+        ids = store.search(event_id=event_id, source_key=source_key, key=needle, limit=limit)
+        return store.summaries(ids)
 
 
 def event_ids(db: Db, event_filter: EventFilter) -> list[int]:
@@ -217,6 +342,79 @@ def event(db: Db, ref: int | str, *, redact: Collection[str] = ()) -> EventDetai
         return store.detail(row, redact)
 
 
+def delivery_body(db: Db, event_id: int, delivery_id: int) -> bytes:
+    """The exact bytes of one repeat delivery of an event (``Delivery.id``)."""
+    with connection(db, "read a delivery") as conn:
+        body = LogStore(conn).delivery_body(event_id, delivery_id)
+    if body is None:
+        raise EventNotFoundError(
+            f"event {event_id} has no delivery {delivery_id}", ref=f"{event_id}/{delivery_id}"
+        )
+    return body
+
+
+def activity(db: Db, window: tuple[timedelta, timedelta] = LAST_HOUR) -> Activity:
+    """Received, processed and failed per step over the window, e.g. ``LAST_HOUR`` (per
+    minute) or ``LAST_DAY`` (per 15 minutes): ``(window, step)``."""
+    span, step = window
+    if step <= timedelta(0) or span < step:
+        raise ValueError("activity needs a positive step no longer than its window")
+    if span / step > _MAX_BUCKETS:
+        raise ValueError(f"activity has at most {_MAX_BUCKETS} buckets; take a longer step")
+    with connection(db, "read the activity") as conn:
+        return LogStore(conn).activity(span, step)
+
+
+def replay_progress(db: Db, replay_id: int) -> ReplayProgress:
+    """Where the events of one replay run (or dead-letter retry) are now: processed,
+    failed, still pending."""
+    with connection(db, "read a replay run") as conn:
+        store = LogStore(conn)
+        run = store.replay_run(replay_id)
+        if run is None:
+            raise ReplayNotFoundError(f"no replay run {replay_id}", replay_id=replay_id)
+        return store.replay_progress(run)
+
+
+def audit(db: Db, *, limit: int = 50, cursor: str | None = None) -> AuditPage:
+    """Replay runs, dead-letter retries and prunes, newest first: who, when, why, via
+    where, what they selected and how many. Pass ``page.next_cursor`` for older ones."""
+    _check_limit(limit)
+    position = None
+    if cursor is not None:
+        position = decode_cursor(cursor, ("at", "kind", "id"))
+        position = {
+            "at": _time_position(position, cursor),
+            "kind": str(position["kind"]),
+            "id": _int_position(position, "id", cursor),
+        }
+    with connection(db, "read the audit") as conn:
+        entries = LogStore(conn).audit(position, limit + 1)
+    more = len(entries) > limit
+    entries = entries[:limit]
+    next_cursor = None
+    if more and entries:
+        last = entries[-1]
+        next_cursor = encode_cursor({"at": last.created_at, "kind": last.kind, "id": last.id})
+    return AuditPage(entries, next_cursor)
+
+
+def _int_position(position: dict[str, Any], name: str, token: str) -> int:
+    value = position[name]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"not a page cursor: {token[:40]!r} (start again from the first page)")
+    return value
+
+
+def _time_position(position: dict[str, Any], token: str) -> datetime:
+    try:
+        return datetime.fromisoformat(str(position["at"]))
+    except ValueError:
+        raise ValueError(
+            f"not a page cursor: {token[:40]!r} (start again from the first page)"
+        ) from None
+
+
 def prune(
     db: Db,
     older_than: timedelta,
@@ -224,12 +422,15 @@ def prune(
     minimum: timedelta = MINIMUM_RETENTION,
     dry_run: bool = False,
     actor: str | None = None,
+    via: Via = "api",
 ) -> PruneResult:
     """Remove events received more than ``older_than`` ago, with their deliveries and
     attempts, through the audited retention path. Events with work left (pending, retrying
     or dead) are kept. Refuses an ``older_than`` below ``minimum``: a pruned key can be
-    accepted again, so a provider's late retry would run twice.
+    accepted again, so a provider's late retry would run twice. ``actor`` (default:
+    ``user@host`` of this process) and ``via`` are recorded in the audit.
     """
+    check_via(via)
     if older_than < minimum:
         raise RefusedError(
             "refusing to prune events younger than the minimum retention of"
@@ -246,7 +447,7 @@ def prune(
             deletable, kept = store.prune_preview(cutoff)
             return PruneResult(cutoff, True, deletable, kept)
         with conn.transaction():
-            result = store.prune(cutoff, older_than.total_seconds(), actor or current_actor())
+            result = store.prune(cutoff, older_than.total_seconds(), actor or current_actor(), via)
     log.info(
         "inbox_pruned",
         cutoff=cutoff.isoformat(),

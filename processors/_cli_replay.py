@@ -16,10 +16,10 @@ from inbox._cli_common import (
 )
 from inbox._errors import RefusedError
 from inbox._operator_models import EventFilter
+from inbox._replay import ReplayResult, replay
 from inbox._runtime import database_url
 from inbox._settings import Settings
 from inbox._term import Progress
-from processors._replay import ReplayResult, replay
 
 __all__ = ["CONFIRM_ABOVE", "PROGRESS_ABOVE", "register"]
 
@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             confirm=ask,
             progress=advance,
             kind="dead-retry" if kind == "dead-retry" else "replay",
+            via="cli",
         )
     for bar in bars:
         bar.close()

@@ -15,13 +15,14 @@ from inbox._sql import load_queries
 SQL_FILES = [
     ("inbox.sql", "queries.sql"),
     ("inbox.sql", "operator.sql"),
+    ("inbox.sql", "replay.sql"),
     ("processors.sql", "queries.sql"),
-    ("processors.sql", "replay.sql"),
 ]
 
 
 def _user_objects(url: str) -> list[tuple[str, str]]:
-    """Tables, functions and triggers in the public schema (alembic's own table excluded)."""
+    """Tables, columns, constraints, indexes, functions and triggers in the public schema
+    (alembic's own table excluded)."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             """
@@ -35,6 +36,20 @@ def _user_objects(url: str) -> list[tuple[str, str]]:
               join pg_class c on c.oid = t.tgrelid
               join pg_namespace n on n.oid = c.relnamespace
              where n.nspname = 'public' and not t.tgisinternal
+            union all
+            select 'column', table_name || '.' || column_name || ' ' || data_type
+                   || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+              from information_schema.columns
+             where table_schema = 'public' and table_name <> 'alembic_version'
+            union all
+            select 'constraint', conname || ' ' || pg_get_constraintdef(c.oid)
+              from pg_constraint c
+              join pg_namespace n on n.oid = c.connamespace
+              left join pg_class t on t.oid = c.conrelid
+             where n.nspname = 'public' and t.relname is distinct from 'alembic_version'
+            union all
+            select 'index', indexdef from pg_indexes
+             where schemaname = 'public' and tablename <> 'alembic_version'
             order by 1, 2
             """
         ).fetchall()

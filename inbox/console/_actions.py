@@ -1,15 +1,25 @@
-"""The pages that change something (dead-letter retry, replay) and the audit trail."""
+"""The pages that change something (dead-letter retry, replay) and the audit trail.
+
+A replay goes filter → preview (a dry run: how many, how many already processed, the
+first 20) → confirm with a reason → the run's progress. Every change is a POST with the
+CSRF token, by an operator; the run records the console user and ``via = "console"``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.datastructures import ImmutableMultiDict
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
+from inbox._errors import RefusedError
 from inbox.console import _api
-from inbox.console._filters import parse_filter
-from inbox.console._render import render
-from inbox.console._web import console_of, signed_in
+from inbox.console._filters import ParsedFilter, parse_filter
+from inbox.console._render import render, url_for
+from inbox.console._web import checked_form, console_of, principal_of, signed_in
 
 __all__ = [
     "audit",
@@ -21,47 +31,193 @@ __all__ = [
     "replay_start",
 ]
 
+SAMPLE = 20
 
-@signed_in()
-async def dead(request: Request) -> Response:
-    parsed = parse_filter(request.query_params, state="dead")
+
+async def _dead_page(
+    request: Request, parsed: ParsedFilter, *, error: str | None = None, status: int = 200
+) -> Response:
     page = None
     if parsed.event_filter is not None:
-        page = await console_of(request).pool.run(_api.events_page, parsed)
+        page = await console_of(request).pool.run(_api.dead_page, parsed)
+    query = dict(parsed.query)
+    query.pop("state", None)
+    next_page = None
+    if page is not None and page.next_before is not None:
+        next_page = url_for(request, "/dead", **query, cursor=str(page.next_before))
     return render(
         request,
         "dead.html",
-        {"filter": parsed, "page": page, "error": None},
-        status=400 if parsed.errors else 200,
+        {"filter": parsed, "page": page, "error": error, "next_page": next_page},
+        status=400 if parsed.errors else status,
     )
+
+
+@signed_in()
+async def dead(request: Request) -> Response:
+    return await _dead_page(request, parse_filter(request.query_params, state="dead"))
+
+
+def _ids(form: ImmutableMultiDict[str, str]) -> list[int] | None:
+    raw = [v for v in form.getlist("ids") if v.strip()]
+    if not raw:
+        return None
+    if not all(v.strip().isdigit() and len(v.strip()) < 19 for v in raw):
+        raise HTTPException(400, "an event id is a number")
+    return sorted({int(v) for v in raw})
 
 
 @signed_in(operator=True)
 async def dead_retry(request: Request) -> Response:
-    raise HTTPException(503, "not yet")
+    form = await checked_form(request)
+    parsed = parse_filter(form, state="dead")
+    ids = _ids(form)
+    reason = form.get("reason", "").strip()
+    error = None
+    if not ids:
+        error = "Select at least one dead letter to retry."
+    elif not reason:
+        error = "A retry needs a reason (it is recorded in the audit)."
+    if error:
+        return await _dead_page(request, parsed, error=error, status=400)
+    assert ids is not None
+    result = await console_of(request).pool.run(
+        _api.retry_dead, ids, reason, principal_of(request).name
+    )
+    if result.replay_id is None:
+        return await _dead_page(
+            request, parsed, error="None of the selected events is dead any more.", status=409
+        )
+    return RedirectResponse(url_for(request, f"/replay/runs/{result.replay_id}"), 303)
 
 
 @signed_in()
 async def replay_form(request: Request) -> Response:
     parsed = parse_filter(request.query_params)
-    return render(request, "replay.html", {"filter": parsed})
+    return render(request, "replay.html", {"filter": parsed}, status=400 if parsed.errors else 200)
+
+
+def _hidden(parsed: ParsedFilter, ids: Sequence[int] | None) -> list[tuple[str, str]]:
+    """The selection as hidden fields of the confirm form (the same filter as previewed)."""
+    fields = list(parsed.query.items())
+    fields += [("ids", str(i)) for i in ids or ()]
+    return fields
+
+
+async def _preview(
+    request: Request,
+    parsed: ParsedFilter,
+    ids: list[int] | None,
+    *,
+    error: str | None = None,
+    reason: str = "",
+    status: int = 200,
+) -> Response:
+    if parsed.event_filter is None:
+        return render(request, "replay.html", {"filter": parsed}, status=400)
+    if ids is None and parsed.is_empty():
+        parsed.errors["filter"] = (
+            "choose at least one filter: an empty one would replay every stored event"
+        )
+        return render(request, "replay.html", {"filter": parsed}, status=400)
+    result = await console_of(request).pool.run(_api.replay_preview, parsed, ids, SAMPLE)
+    return render(
+        request,
+        "replay_preview.html",
+        {
+            "filter": parsed,
+            "result": result,
+            "hidden": _hidden(parsed, ids),
+            "error": error,
+            "reason": reason,
+        },
+        status=status,
+    )
 
 
 @signed_in(operator=True)
 async def replay_preview(request: Request) -> Response:
-    raise HTTPException(503, "not yet")
+    form = await checked_form(request)
+    return await _preview(request, parse_filter(form), _ids(form))
 
 
 @signed_in(operator=True)
 async def replay_start(request: Request) -> Response:
-    raise HTTPException(503, "not yet")
+    form = await checked_form(request)
+    parsed = parse_filter(form)
+    ids = _ids(form)
+    reason = form.get("reason", "").strip()
+    if parsed.event_filter is None or (ids is None and parsed.is_empty()):
+        return await _preview(request, parsed, ids, status=400)
+    if not reason:
+        return await _preview(
+            request,
+            parsed,
+            ids,
+            error="A replay needs a reason (it is recorded in the audit).",
+            status=400,
+        )
+    console = console_of(request)
+    check = await console.pool.run(_api.replay_preview, parsed, ids, 1)
+    if check.already_processed and form.get("include_processed") != "1":
+        return await _preview(
+            request,
+            parsed,
+            ids,
+            reason=reason,
+            error=(
+                f"{check.already_processed} of the selected events were already processed:"
+                " replaying runs their handlers' effects again. Tick “include processed"
+                " events” to confirm."
+            ),
+            status=400,
+        )
+    try:
+        result = await console.pool.run(
+            _api.replay_start, parsed, ids, reason, principal_of(request).name
+        )
+    except RefusedError as exc:
+        return await _preview(request, parsed, ids, error=str(exc), reason=reason, status=400)
+    if result.replay_id is None:
+        return await _preview(
+            request,
+            parsed,
+            ids,
+            error="Nothing to replay: the filter selects no event.",
+            reason=reason,
+            status=409,
+        )
+    return RedirectResponse(url_for(request, f"/replay/runs/{result.replay_id}"), 303)
+
+
+def _run_id(request: Request) -> int:
+    raw = request.path_params["run_id"]
+    if not raw.isdigit() or len(raw) > 18:
+        raise HTTPException(404, f"no replay run {raw!r}")
+    return int(raw)
 
 
 @signed_in()
 async def replay_run(request: Request) -> Response:
-    raise HTTPException(404, "not yet")
+    progress = await console_of(request).pool.run(_api.replay_progress, _run_id(request))
+    return render(
+        request, "replay_run.html", {"p": progress, "live_refresh": not progress.finished}
+    )
 
 
 @signed_in()
 async def audit(request: Request) -> Response:
-    return render(request, "audit.html", {"rows": []})
+    cursor = request.query_params.get("cursor") or None
+    try:
+        page = await console_of(request).pool.run(_api.audit, cursor)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    rows: list[dict[str, Any]] = [
+        {
+            "entry": e,
+            "link": url_for(request, f"/replay/runs/{e.id}") if e.kind != "prune" else None,
+        }
+        for e in page.entries
+    ]
+    next_page = url_for(request, "/audit", cursor=page.next_cursor) if page.next_cursor else None
+    return render(request, "audit.html", {"rows": rows, "next_page": next_page})

@@ -1,64 +1,124 @@
-"""The console's calls into the operator API (``inbox.queries``, the replay functions):
+"""The console's calls into the operator API (``inbox.queries`` and ``inbox._replay``):
 the one place that knows which function answers which page. No SQL here: the CLI and the
-console share one copy of every query. Each function takes the pool's connection first."""
+console share one copy of every query. Each function takes the pool's connection first
+(``ConsolePool.run`` passes it)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
-from inbox import queries
-from inbox._errors import EventNotFoundError
-from inbox._operator_models import EventDetail, EventFilter, EventPage, Status
+from inbox import _replay, queries
+from inbox._operator_models import (
+    Activity,
+    AuditPage,
+    EventDetail,
+    EventPage,
+    EventSummary,
+    ReplayProgress,
+    Status,
+)
+from inbox._replay import ReplayResult
 from inbox.console._filters import ParsedFilter
 
-__all__ = ["Overview", "event_detail", "events_page", "overview", "search"]
+__all__ = [
+    "Overview",
+    "audit",
+    "dead_page",
+    "delivery_body",
+    "event_detail",
+    "events_page",
+    "overview",
+    "replay_preview",
+    "replay_progress",
+    "replay_start",
+    "retry_dead",
+    "search",
+]
 
 Conn = psycopg.Connection[Any]
 
-SEARCH_LIMIT = 50
+SEARCH_LIMIT = 100
+AUDIT_PAGE = 50
 
 
 @dataclass(frozen=True, slots=True)
 class Overview:
     status: Status
-    activity: Any = None
-    """Per-minute received/processed/failed series (None until the API offers them)."""
+    hour: Activity
+    day: Activity
 
 
 def overview(conn: Conn, sources: Sequence[str], receiver_metrics: Sequence[str]) -> Overview:
-    status = queries.status(conn, sources=sources, receiver_metrics=receiver_metrics)
-    return Overview(status=status)
+    return Overview(
+        status=queries.status(conn, sources=sources, receiver_metrics=receiver_metrics),
+        hour=queries.activity(conn, queries.LAST_HOUR),
+        day=queries.activity(conn, queries.LAST_DAY),
+    )
 
 
 def events_page(conn: Conn, parsed: ParsedFilter) -> EventPage:
-    assert parsed.event_filter is not None
-    return queries.events(conn, parsed.event_filter, limit=parsed.limit, before=parsed.cursor)
+    """A page of the filter; a malformed cursor is a ``ValueError``."""
+    return queries.events(conn, parsed.event_filter, limit=parsed.limit, cursor=parsed.cursor)
 
 
-def search(conn: Conn, text: str) -> list[int]:
+def dead_page(conn: Conn, parsed: ParsedFilter) -> EventPage:
+    return queries.dead(conn, parsed.event_filter, limit=parsed.limit, cursor=parsed.cursor)
+
+
+def search(conn: Conn, text: str) -> list[EventSummary]:
     """The events ``text`` names: an id, ``SOURCE:KEY``, or a provider key in any source."""
-    found: list[int] = []
-    refs: list[int | str] = []
-    if text.isdigit():
-        refs.append(int(text))
-    if ":" in text:
-        refs.append(text)
-    for ref in refs:
-        with contextlib.suppress(EventNotFoundError, ValueError):
-            found.append(queries.event(conn, ref).id)
-    page = queries.events(conn, EventFilter(key=text), limit=SEARCH_LIMIT)
-    found += [e.id for e in page.events]
-    return sorted(set(found), reverse=True)
-
-
-def events_by_id(conn: Conn, ids: Sequence[int]) -> EventPage:
-    return queries.events(conn, EventFilter(ids=tuple(ids)), limit=max(1, len(ids)))
+    return queries.search(conn, text, limit=SEARCH_LIMIT)
 
 
 def event_detail(conn: Conn, event_id: int, redact: Collection[str]) -> EventDetail:
     return queries.event(conn, event_id, redact=redact)
+
+
+def delivery_body(conn: Conn, event_id: int, delivery_id: int) -> bytes:
+    return queries.delivery_body(conn, event_id, delivery_id)
+
+
+def _selection(parsed: ParsedFilter, ids: Sequence[int] | None) -> dict[str, Any]:
+    """Ids, the filter, or both (both narrow); the detail page's replay sends only ids."""
+    selection: dict[str, Any] = {"ids": ids}
+    if not parsed.is_empty() or ids is None:
+        selection["event_filter"] = parsed.event_filter
+    return selection
+
+
+def replay_preview(
+    conn: Conn, parsed: ParsedFilter, ids: Sequence[int] | None, sample: int
+) -> ReplayResult:
+    """The dry run: how many the selection holds, how many were processed, the first few."""
+    return _replay.replay(
+        conn,
+        reason="(preview)",
+        dry_run=True,
+        sample_size=sample,
+        via="console",
+        **_selection(parsed, ids),
+    )
+
+
+def replay_start(
+    conn: Conn, parsed: ParsedFilter, ids: Sequence[int] | None, reason: str, actor: str
+) -> ReplayResult:
+    return _replay.replay(
+        conn, reason=reason, actor=actor, via="console", **_selection(parsed, ids)
+    )
+
+
+def retry_dead(conn: Conn, ids: Sequence[int], reason: str, actor: str) -> ReplayResult:
+    return _replay.retry_dead(conn, reason=reason, ids=ids, actor=actor, via="console")
+
+
+def replay_progress(conn: Conn, run_id: int) -> ReplayProgress:
+    return queries.replay_progress(conn, run_id)
+
+
+def audit(conn: Conn, cursor: str | None) -> AuditPage:
+    return queries.audit(conn, limit=AUDIT_PAGE, cursor=cursor)

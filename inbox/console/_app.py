@@ -15,7 +15,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from inbox._errors import ConfigError, DatabaseUnavailableError, EventNotFoundError
+from inbox._errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    EventNotFoundError,
+    ReplayNotFoundError,
+)
 from inbox._settings import Settings
 from inbox.console import _actions, _login, _pages
 from inbox.console._auth import DevToken, LoginLimiter
@@ -139,6 +144,7 @@ def create_app(
         exception_handlers={
             HTTPException: _http_error,
             EventNotFoundError: _not_found,
+            ReplayNotFoundError: _not_found,
             DatabaseUnavailableError: _unavailable,
         },
         lifespan=lifespan,

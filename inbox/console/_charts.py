@@ -4,9 +4,11 @@ colours come from the stylesheet through class names). Every label is escaped.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import UTC
 
 from markupsafe import Markup, escape
+
+from inbox._operator_models import Activity
 
 __all__ = ["activity_charts", "svg_chart"]
 
@@ -69,19 +71,18 @@ def svg_chart(title: str, x_labels: Sequence[str], series: Mapping[str, Sequence
     return Markup("".join(parts))  # noqa: S704 - every interpolated text is escaped above
 
 
-def activity_charts(activity: Any) -> list[tuple[str, Markup]]:
-    """The overview's charts from the operator API's activity (None: not available)."""
-    if activity is None:
-        return []
+def activity_charts(windows: Sequence[tuple[str, Activity]]) -> list[tuple[str, Markup]]:
+    """One chart per (title, activity) of the operator API: received, processed, failed."""
     charts = []
-    for title, window in (("Last hour, per minute", activity.hour), ("Last day", activity.day)):
-        labels = [p.start.strftime("%H:%M") for p in window]
+    for title, activity in windows:
+        points = activity.points
+        labels = [p.at.astimezone(UTC).strftime("%H:%M") for p in points]
         if labels:
             labels = [labels[0], labels[len(labels) // 2], labels[-1]]
         series = {
-            "received": [p.received for p in window],
-            "processed": [p.processed for p in window],
-            "failed": [p.failed for p in window],
+            "received": [float(p.received) for p in points],
+            "processed": [float(p.processed) for p in points],
+            "failed": [float(p.failed) for p in points],
         }
         charts.append((title, svg_chart(title, labels, series)))
     return charts

@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inbox._operator_models import EVENT_STATES, EventFilter
+from inbox._operator_models import FILTER_STATES, EventFilter, FilterState
 from inbox.queries import parse_time
 
 __all__ = ["FILTER_FIELDS", "ParsedFilter", "parse_filter"]
 
 FILTER_FIELDS = ("source", "type", "state", "after", "before", "repeats", "replayed")
-STATES = (*EVENT_STATES, "replay")
+# "replay" is the short form of "replay-queued" the routes document.
+STATES = (*FILTER_STATES, "replay")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
@@ -26,7 +27,8 @@ class ParsedFilter:
     """None when a field is wrong (see ``errors``)."""
     errors: dict[str, str] = field(default_factory=dict)
     limit: int = DEFAULT_LIMIT
-    cursor: int | None = None
+    cursor: str | None = None
+    """The page token (opaque; checked by the operator API)."""
     repeats: bool = False
     replayed: bool = False
 
@@ -69,12 +71,7 @@ def parse_filter(params: Mapping[str, Any], *, state: str | None = None) -> Pars
         except ValueError:
             errors["limit"] = f"a whole number from 1 to {MAX_LIMIT}"
             limit = DEFAULT_LIMIT
-    cursor = None
-    if values["cursor"]:
-        try:
-            cursor = int(values["cursor"])
-        except ValueError:
-            errors["cursor"] = "not a page of this list (start again from the first page)"
+    cursor = values["cursor"] or None
     parsed = ParsedFilter(
         values=values,
         event_filter=None,
@@ -86,15 +83,20 @@ def parse_filter(params: Mapping[str, Any], *, state: str | None = None) -> Pars
     )
     if errors:
         return parsed
-    chosen = values["state"]
+    chosen = "replay-queued" if values["state"] == "replay" else values["state"]
+    states: tuple[FilterState, ...] | None = None
+    if chosen:
+        states = (next(s for s in FILTER_STATES if s == chosen),)
     try:
         parsed.event_filter = EventFilter(
             source=values["source"] or None,
             type=values["type"] or None,
-            states=(chosen,) if chosen and chosen != "replay" else None,  # type: ignore[arg-type]
+            states=states,
             since=times.get("after"),
             until=times.get("before"),
+            repeats=True if parsed.repeats else None,
+            replayed=True if parsed.replayed else None,
         )
     except ValueError as exc:
-        parsed.errors["state"] = str(exc)
+        parsed.errors["after" if "range" in str(exc) else "state"] = str(exc)
     return parsed

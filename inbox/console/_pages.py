@@ -3,8 +3,6 @@ body downloads."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -28,26 +26,18 @@ async def overview(request: Request) -> Response:
         [s.name for s in settings.sources],
         settings.console.receiver_metrics,
     )
+    charts = activity_charts(
+        [("Last hour, per minute", data.hour), ("Last day, per 15 minutes", data.day)]
+    )
     return render(
         request,
         "overview.html",
         {
             "status": data.status,
-            "charts": activity_charts(data.activity),
+            "charts": charts,
             "metrics_configured": bool(settings.console.receiver_metrics),
             "live_refresh": True,
         },
-    )
-
-
-def _page_of(request: Request, page: EventPage, query: dict[str, str]) -> str | None:
-    if page.next_before is None:
-        return None
-    return url_for(
-        request,
-        request.url.path[len(request.scope.get("root_path", "")) :],
-        **query,
-        cursor=str(page.next_before),
     )
 
 
@@ -59,20 +49,22 @@ async def events(request: Request) -> Response:
     page: EventPage | None = None
     notice = None
     if text:
-        ids = await console.pool.run(_api.search, text)
-        if len(ids) == 1:
-            return RedirectResponse(url_for(request, f"/events/{ids[0]}"), 303)
-        page = await console.pool.run(_api.events_by_id, ids) if ids else EventPage([], None)
-        notice = f"{len(ids)} events match {text!r}." if ids else f"Nothing found for {text!r}."
+        found = await console.pool.run(_api.search, text)
+        if len(found) == 1:
+            return RedirectResponse(url_for(request, f"/events/{found[0].id}"), 303)
+        page = EventPage(found, None)
+        notice = f"{len(found)} events match {text!r}." if found else f"Nothing found for {text!r}."
     elif parsed.event_filter is not None:
-        page = await console.pool.run(_api.events_page, parsed)
-        if parsed.repeats:
-            # Until the API filters repeats itself: the page keeps its cursor, so paging
-            # stays correct, a page may just hold fewer rows.
-            page = replace(page, events=[e for e in page.events if e.deliveries > 1])
+        try:
+            page = await console.pool.run(_api.events_page, parsed)
+        except ValueError as exc:  # a cursor that is not one of ours (it comes in the URL)
+            parsed.errors["cursor"] = str(exc)
     query = dict(parsed.query)
     if request.query_params.get("limit"):
         query["limit"] = str(parsed.limit)
+    next_page = None
+    if page is not None and page.next_cursor is not None:
+        next_page = url_for(request, "/events", **query, cursor=page.next_cursor)
     return render(
         request,
         "events.html",
@@ -80,7 +72,7 @@ async def events(request: Request) -> Response:
             "filter": parsed,
             "page": page,
             "notice": notice,
-            "next_page": _page_of(request, page, query) if page and not text else None,
+            "next_page": next_page,
             "first_page": url_for(request, "/events", **query) if parsed.cursor else None,
         },
         status=400 if parsed.errors else 200,
@@ -103,34 +95,27 @@ async def _detail(request: Request) -> EventDetail:
 @signed_in()
 async def event_detail(request: Request) -> Response:
     detail = await _detail(request)
-    principal = principal_of(request)
-    show_bodies = principal.may_see_bodies(console_of(request).bodies)
-    original = body_view(detail.body) if show_bodies else None
+    show_bodies = principal_of(request).may_see_bodies(console_of(request).bodies)
     deliveries = [
         {
-            "n": n,
             "delivery": d,
             "view": body_view(d.body) if show_bodies and d.body is not None else None,
         }
-        for n, d in enumerate(detail.deliveries)
+        for d in detail.deliveries
     ]
-    replays = sorted({a.replay_id: a.replay_reason for a in detail.attempts if a.replay_id}.items())
-    if detail.work and detail.work.replay_id and detail.work.replay_id not in dict(replays):
-        replays.append((detail.work.replay_id, None))
     return render(
         request,
         "event.html",
         {
             "e": detail,
             "show_bodies": show_bodies,
-            "body": original,
+            "body": body_view(detail.body) if show_bodies else None,
             "deliveries": deliveries,
-            "replays": replays,
         },
     )
 
 
-def _download(request: Request, event_id: int, body: bytes, name: str) -> Response:
+def _download(body: bytes, name: str) -> Response:
     return Response(
         body,
         media_type="application/octet-stream",
@@ -140,14 +125,15 @@ def _download(request: Request, event_id: int, body: bytes, name: str) -> Respon
 
 @signed_in()
 async def event_body(request: Request) -> Response:
+    """The exact bytes of the event, or of one repeat delivery: as the page's body rule."""
     if not principal_of(request).may_see_bodies(console_of(request).bodies):
         raise HTTPException(403, "event bodies are not shown to your role")
-    detail = await _detail(request)
+    event_id = _event_id(request)
     delivery = request.path_params.get("delivery")
     if delivery is None:
-        return _download(request, detail.id, detail.body, f"event-{detail.id}.bin")
-    if not delivery.isdigit() or int(delivery) >= len(detail.deliveries):
-        raise HTTPException(404, f"event {detail.id} has no delivery {delivery}")
-    chosen = detail.deliveries[int(delivery)]
-    body = detail.body if chosen.body is None else chosen.body
-    return _download(request, detail.id, body, f"event-{detail.id}-delivery-{delivery}.bin")
+        detail = await _detail(request)
+        return _download(detail.body, f"event-{event_id}.bin")
+    if not delivery.isdigit() or len(delivery) > 18:
+        raise HTTPException(404, f"event {event_id} has no delivery {delivery!r}")
+    body = await console_of(request).pool.run(_api.delivery_body, event_id, int(delivery))
+    return _download(body, f"event-{event_id}-delivery-{delivery}.bin")

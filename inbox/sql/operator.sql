@@ -83,9 +83,12 @@ from pg_stat_activity
 where datname = current_database()
 
 -- name: select_events
--- The ids of the events a filter selects, newest first, from `before` down (keyset paging;
--- a null limit selects all). The state is derived: work row dead, or pending (retrying once
--- it has failed), else the outcome of the last attempt.
+-- The ids of the events a filter selects, newest first, from `before` down (keyset paging
+-- over the primary key, which grows with arrival; a null limit selects all). The state is
+-- derived: work row dead, or pending (retrying once it has failed), else the outcome of the
+-- last attempt. A filter of work states only (`work_only`) makes the work join inner, so
+-- the plan starts from the small work table instead of walking the log. The replayed
+-- filter reads run ids from the work row and the attempts' partial replay index.
 select e.id
 from inbox_events e
 left join inbox_work w on w.event_id = e.id
@@ -108,12 +111,23 @@ cross join lateral (
 where (%(ids)s::bigint[] is null or e.id = any(%(ids)s::bigint[]))
   and (%(source)s::text is null or e.source = %(source)s::text)
   and (%(type_like)s::text is null or e.event_type like %(type_like)s::text)
-  and (%(states)s::text[] is null or s.state = any(%(states)s::text[]))
+  and (%(work_only)s::boolean is null or w.event_id is not null)
+  and (%(states)s::text[] is null
+       or s.state = any(%(states)s::text[])
+       or ('replay-queued' = any(%(states)s::text[])
+           and w.state = 'pending' and w.replay_id is not null))
   and (%(since)s::timestamptz is null or e.received_at >= %(since)s::timestamptz)
   and (%(until)s::timestamptz is null or e.received_at < %(until)s::timestamptz)
   and (%(key)s::text is null or e.idempotency_key = %(key)s::text)
   and (%(error_like)s::text is null
        or coalesce(w.last_error, last.error) ilike %(error_like)s::text)
+  and (%(repeats)s::boolean is null
+       or exists (select from inbox_deliveries d where d.event_id = e.id))
+  and (%(replayed)s::boolean is null
+       or w.replay_id is not null
+       or exists (
+           select from inbox_attempts r where r.event_id = e.id and r.replay_id is not null
+       ))
   and (%(before)s::bigint is null or e.id < %(before)s::bigint)
 order by e.id desc
 limit %(limit)s::bigint
@@ -158,6 +172,34 @@ select id, source, idempotency_key, event_type, verifier, received_at, headers, 
 from inbox_events
 where source = %(source)s::text and idempotency_key = %(key)s::text
 
+-- name: search_events
+-- An operator's search box: an event id, `SOURCE:KEY`, or a provider key alone (the same
+-- key may exist in several sources: all are returned). Every branch is a probe of a unique
+-- index. The key alone has no index of its own (one more index on the write path for a
+-- rare read): the distinct sources are found by skipping through the (source, key) index,
+-- one descent per source, and each source is then probed for the key.
+with recursive sources(source) as (
+    (select source from inbox_events
+     where %(key)s::text is not null
+     order by source limit 1)
+    union all
+    select (select e.source from inbox_events e
+            where e.source > sources.source
+            order by e.source limit 1)
+    from sources
+    where sources.source is not null
+)
+select id from inbox_events where id = %(id)s::bigint
+union
+select id from inbox_events
+where source = %(source)s::text and idempotency_key = %(source_key)s::text
+union
+select e.id
+from sources
+join inbox_events e on e.source = sources.source and e.idempotency_key = %(key)s::text
+order by id desc
+limit %(limit)s::bigint
+
 -- name: event_work
 select state, attempts, run_at, enqueued_at, last_error, replay_id, priority
 from inbox_work
@@ -165,18 +207,42 @@ where event_id = %(id)s::bigint
 
 -- name: event_deliveries
 -- The repeats of an event's key (the first delivery is the event row itself).
-select received_at, body_sha256, body
+select id, received_at, body_sha256, body
 from inbox_deliveries
 where event_id = %(id)s::bigint
 order by id
 
 -- name: event_attempts
 select a.attempt, a.started_at, a.finished_at, a.outcome, a.handler, a.worker,
-       a.error_class, a.error_message, a.replay_id, r.reason as replay_reason
+       a.error_class, a.error_message, a.replay_id, r.reason as replay_reason,
+       a.error_traceback
 from inbox_attempts a
 left join inbox_replays r on r.id = a.replay_id
 where a.event_id = %(id)s::bigint
 order by a.id
+
+-- name: event_replays
+-- The runs that included an event: those its attempts ran under, and the one its pending
+-- or dead work was queued by (not attempted yet). Both lookups go by the event's id.
+select r.id, r.kind, r.created_at, r.created_by, r.reason, r.filter, r.selected, r.queued,
+       r.rate_per_second, r.via
+from inbox_replays r
+where r.id in (
+    select a.replay_id from inbox_attempts a
+    where a.event_id = %(id)s::bigint and a.replay_id is not null
+    union
+    select w.replay_id from inbox_work w
+    where w.event_id = %(id)s::bigint and w.replay_id is not null
+)
+order by r.id desc
+
+-- name: delivery_body
+-- The exact bytes of one delivery: a repeat keeps its body only when it differs from the
+-- event's, so an identical one is the event's own body.
+select coalesce(d.body, e.body)
+from inbox_deliveries d
+join inbox_events e on e.id = d.event_id
+where d.id = %(delivery_id)s::bigint and d.event_id = %(event_id)s::bigint
 
 -- name: retention_enable
 -- The one door through the append-only guard, local to this transaction only.
@@ -218,9 +284,10 @@ events as (
     delete from inbox_events e using doomed where e.id = doomed.id returning 1
 )
 insert into inbox_prunes
-    (created_by, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
+    (created_by, via, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
      attempts_deleted, events_kept)
-select %(created_by)s::text, %(older_than_seconds)s::float8, %(cutoff)s::timestamptz,
+select %(created_by)s::text, %(via)s::text, %(older_than_seconds)s::float8,
+       %(cutoff)s::timestamptz,
        (select count(*) from events), (select count(*) from deliveries),
        (select count(*) from attempts), (select n from kept)
 returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
@@ -228,7 +295,101 @@ returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
 -- name: prunes
 -- The audit trail of retention, newest first.
 select id, created_at, created_by, older_than_seconds, cutoff, events_deleted,
-       deliveries_deleted, attempts_deleted, events_kept
+       deliveries_deleted, attempts_deleted, events_kept, via
 from inbox_prunes
 order by id desc
+limit %(limit)s::bigint
+
+-- name: activity
+-- Received, processed and failed per bucket, the last bucket holding now. Buckets are
+-- aligned to the step (date_bin), so two calls a minute apart agree on past buckets. The
+-- window's start is a scalar subquery, a constant to the planner: both counts are range
+-- scans of the time indexes (inbox_events_received_at, inbox_attempts_finished_at).
+-- Processed counts settled attempts (processed or skipped); failed counts attempts that
+-- raised or crashed (a handler's deliberate Retry is neither).
+with buckets as (
+    select generate_series(
+        date_bin(%(step)s::interval, now(), timestamptz '2000-01-01 00:00:00+00')
+            - %(step)s::interval * (%(buckets)s::integer - 1),
+        now(),
+        %(step)s::interval
+    ) as at
+),
+received as (
+    select date_bin(%(step)s::interval, e.received_at, timestamptz '2000-01-01 00:00:00+00')
+               as at,
+           count(*) as n
+    from inbox_events e
+    where e.received_at >= (select min(at) from buckets)
+    group by 1
+),
+settled as (
+    select date_bin(%(step)s::interval, a.finished_at, timestamptz '2000-01-01 00:00:00+00')
+               as at,
+           count(*) filter (where a.outcome in ('processed', 'skipped')) as processed,
+           count(*) filter (where a.outcome in ('failed', 'dead', 'crashed')) as failed
+    from inbox_attempts a
+    where a.finished_at >= (select min(at) from buckets)
+    group by 1
+)
+select b.at, coalesce(r.n, 0), coalesce(s.processed, 0), coalesce(s.failed, 0)
+from buckets b
+left join received r on r.at = b.at
+left join settled s on s.at = b.at
+order by b.at
+
+-- name: replay_run
+select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
+       via
+from inbox_replays
+where id = %(id)s::bigint
+
+-- name: replay_progress
+-- Where a run's events are now. Its pending or dead work still carries its id; an event
+-- whose work is gone settled under the run, processed if one of the run's attempts
+-- succeeded. An event a later run took over (a dead letter retried again) counts as failed
+-- here: this run did not get it through. Attempts are found by the partial replay index;
+-- the work table is small by design (it holds only what is still to do).
+with work as (
+    select w.event_id, w.state, w.last_error
+    from inbox_work w
+    where w.replay_id = %(id)s::bigint
+),
+attempted as (
+    select a.event_id, bool_or(a.outcome in ('processed', 'skipped')) as succeeded,
+           count(*) as attempts
+    from inbox_attempts a
+    where a.replay_id = %(id)s::bigint
+    group by a.event_id
+)
+select count(*) filter (where w.event_id is null and t.succeeded) as processed,
+       count(*) filter (where w.state = 'dead' or (w.event_id is null and not t.succeeded))
+           as failed,
+       count(*) filter (where w.state = 'pending') as pending,
+       count(*) filter (where w.state = 'pending' and w.last_error is not null) as retrying,
+       coalesce(sum(t.attempts), 0) as attempts
+from work w
+full join attempted t on t.event_id = w.event_id
+
+-- name: audit
+-- Replay runs, dead-letter retries and prunes in one list, newest first, paged by the
+-- position (created_at, kind, id) of the last entry shown. Both tables are append-only
+-- and small (one row per operator action).
+select kind, id, created_at, created_by, via, reason, filter, selected, count
+from (
+    select r.kind, r.id, r.created_at, r.created_by, r.via, r.reason, r.filter,
+           r.selected, r.queued as count
+    from inbox_replays r
+    union all
+    select 'prune', p.id, p.created_at, p.created_by, p.via, null,
+           jsonb_build_object('older_than_seconds', p.older_than_seconds,
+                              'received_before', p.cutoff,
+                              'events_kept', p.events_kept),
+           null, p.events_deleted
+    from inbox_prunes p
+) as entries
+where %(before_at)s::timestamptz is null
+   or (created_at, kind, id)
+      < (%(before_at)s::timestamptz, %(before_kind)s::text, %(before_id)s::bigint)
+order by created_at desc, kind desc, id desc
 limit %(limit)s::bigint

@@ -1,4 +1,4 @@
--- Replays and dead-letter retries. Owned by processors._replay.ReplayStore; loaded once.
+-- Replays and dead-letter retries. Owned by inbox._replay.ReplayStore; loaded once.
 -- A replay never touches the log: it only appends work rows and its run record.
 
 -- name: next_replay_id
@@ -11,6 +11,15 @@ select nextval(pg_get_serial_sequence('inbox_replays', 'id'))
 select count(*)
 from inbox_work
 where event_id = any(%(event_ids)s::bigint[]) and state = 'pending'
+
+-- name: count_processed
+-- How many of these events a handler already processed successfully: a replay runs their
+-- effects again, so the preview says how many (the attempts' event index serves it).
+select count(*)
+from unnest(%(event_ids)s::bigint[]) as t(event_id)
+where exists (
+    select from inbox_attempts a where a.event_id = t.event_id and a.outcome = 'processed'
+)
 
 -- name: enqueue_replay
 -- Queue one chunk of a run at priority 1, so live work (priority 0) is claimed first. An
@@ -40,18 +49,20 @@ returning event_id
 
 -- name: insert_replay_run
 insert into inbox_replays
-    (id, kind, created_by, reason, filter, selected, queued, rate_per_second)
+    (id, kind, created_by, reason, filter, selected, queued, rate_per_second, via)
 overriding system value
 values
     (%(id)s::bigint, %(kind)s::text, %(created_by)s::text, %(reason)s::text,
-     %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8)
+     %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8,
+     %(via)s::text)
 
 -- name: wake_workers
 -- Sent inside the run's transaction: PostgreSQL delivers it at commit, once the work exists.
 select pg_notify('inbox_work', '')
 
 -- name: replay_runs
-select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second
+select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
+       via
 from inbox_replays
 order by id desc
 limit %(limit)s::bigint

@@ -19,6 +19,7 @@ import structlog
 from psycopg.types.json import Jsonb
 
 from inbox._errors import RefusedError
+from inbox._operator_models import ReplayRun, Via, check_via
 from inbox._sql import load_queries
 from inbox.queries import (
     Db,
@@ -34,7 +35,7 @@ __all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", 
 
 log = structlog.get_logger("processors.replay")
 
-QUERIES = load_queries("processors.sql", "replay.sql")
+QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000
 
 Kind = Literal["replay", "dead-retry"]
@@ -57,6 +58,9 @@ class ReplayResult:
     """The run's id (None for a dry run or a cancelled one)."""
     cancelled: bool = False
     sample: list[EventSummary] = field(default_factory=list)
+    already_processed: int = 0
+    """Selected events a handler already processed successfully at least once: replaying
+    them runs their business effects again."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,21 +70,9 @@ class ReplayResult:
             "selected": self.selected,
             "queued": self.queued,
             "already_pending": self.already_pending,
+            "already_processed": self.already_processed,
             "sample": [s.to_json() for s in self.sample],
         }
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayRun:
-    id: int
-    kind: str
-    created_at: datetime
-    created_by: str
-    reason: str
-    filter: dict[str, Any]
-    selected: int
-    queued: int
-    rate_per_second: float | None
 
 
 class ReplayStore:
@@ -95,6 +87,9 @@ class ReplayStore:
 
     def count_pending(self, ids: Sequence[int]) -> int:
         return int(self._one("count_pending", {"event_ids": list(ids)}))
+
+    def count_processed(self, ids: Sequence[int]) -> int:
+        return int(self._one("count_processed", {"event_ids": list(ids)}))
 
     def next_replay_id(self) -> int:
         return int(self._one("next_replay_id", {}))
@@ -118,6 +113,7 @@ class ReplayStore:
                 "selected": run.selected,
                 "queued": run.queued,
                 "rate": run.rate_per_second,
+                "via": run.via,
             },
         )
         self._conn.execute(_q("wake_workers"))
@@ -136,6 +132,7 @@ def replay(
     dry_run: bool = False,
     rate: float | None = None,
     actor: str | None = None,
+    via: Via = "api",
     confirm: Callable[[int], bool] | None = None,
     progress: Callable[[int], None] | None = None,
     sample_size: int = 10,
@@ -147,6 +144,7 @@ def replay(
     asked before anything is written (return False to cancel); ``progress(n)`` is called
     as chunks of ``n`` events are queued. ``rate`` (events per second) spreads the run out.
     The run commits as a whole: all of its work and its record, or nothing.
+    ``actor`` (default: ``user@host`` of this process) and ``via`` are recorded with it.
     """
     if not reason or not reason.strip():
         raise RefusedError("a replay needs a reason (it is recorded with the run)", action="replay")
@@ -158,12 +156,15 @@ def replay(
         )
     if rate is not None and rate <= 0:
         raise ValueError("rate must be a positive number of events per second")
+    check_via(via)
     selection = event_filter or EventFilter()
     if ids is not None:
         selection = replace(selection, ids=tuple(ids))
     selected = event_ids(db, selection)  # oldest first: a run replays in arrival order
     with connection(db, "replay events") as conn:
-        pending = ReplayStore(conn).count_pending(selected)
+        store = ReplayStore(conn)
+        pending = store.count_pending(selected)
+        processed = store.count_processed(selected)
     sample = events(db, EventFilter(ids=tuple(selected[:sample_size])), limit=sample_size)
     preview = ReplayResult(
         selected=len(selected),
@@ -171,6 +172,7 @@ def replay(
         already_pending=pending,
         dry_run=dry_run,
         sample=sample.events,
+        already_processed=processed,
     )
     if dry_run or not selected:
         return preview
@@ -197,12 +199,14 @@ def replay(
                 selected=len(selected),
                 queued=queued,
                 rate_per_second=rate,
+                via=via,
             )
         )
     log.info(
         "replay_enqueued",
         replay_id=replay_id,
         kind=kind,
+        via=via,
         selected=len(selected),
         queued=queued,
         reason=reason,

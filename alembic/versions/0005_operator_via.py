@@ -1,0 +1,42 @@
+"""The audit records where a run was started from (the CLI, the console, the Python API),
+and an index that finds a replay run's attempts.
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute("""
+    -- `created_by` is `user@host` from the CLI and the API but a console user's name from the
+    -- console: `via` says which, so "olga" the console user is not read as a login name.
+    -- Rows written before this revision came from the CLI (the console did not exist).
+    alter table inbox_replays add column via text not null default 'cli'
+        constraint inbox_replays_via check (via in ('cli', 'console', 'api'));
+    alter table inbox_prunes add column via text not null default 'cli'
+        constraint inbox_prunes_via check (via in ('cli', 'console', 'api'));
+
+    -- A run's progress (how many of its events were processed, failed, are pending) and the
+    -- "replayed" filter read attempts by run. Only replayed attempts carry a run id, so the
+    -- partial index stays a small fraction of the history.
+    create index inbox_attempts_replay on inbox_attempts (replay_id, event_id)
+        where replay_id is not null;
+    """)
+
+
+def downgrade() -> None:
+    op.execute("""
+    drop index inbox_attempts_replay;
+    alter table inbox_prunes drop column via;
+    alter table inbox_replays drop column via;
+    """)

@@ -1,0 +1,50 @@
+"""A TCP proxy in front of PostgreSQL that can play an outage: while down, it cuts every
+open connection and refuses new ones; back up, it forwards again."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import suppress
+
+from psycopg.conninfo import make_conninfo
+
+from tests._proxy import CommitCutter, PostgresProxy, _upstream
+
+
+class OutageProxy(PostgresProxy):
+    def __init__(self, conninfo: str) -> None:
+        self.is_down = False
+        # A cutter that never fires: this proxy forwards everything while up.
+        super().__init__(conninfo, CommitCutter(after=b"\x00never\x00", forward_commit=True))
+
+    def conninfo(self) -> str:
+        # A short connect timeout: the pool notices a refused connection quickly.
+        return make_conninfo(super().conninfo(), connect_timeout="2")
+
+    def down(self) -> None:
+        self.is_down = True
+        for sock in self._sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError):
+                sock.close()
+        self._sockets = []
+
+    def up(self) -> None:
+        self.is_down = False
+
+    def _accept(self) -> None:
+        while not self._stopping:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.is_down:
+                client.close()
+                continue
+            server = _upstream(self._target)
+            self._sockets += [client, server]
+            state = {"armed": False}
+            for args in ((client, server, state, True), (server, client, state, False)):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()

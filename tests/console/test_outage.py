@@ -1,0 +1,52 @@
+"""The database goes away: the console answers 503 (``#db-unavailable``), never a 500, and
+serves pages again by itself when it is back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from inbox.console import create_app
+from tests._wait import wait_for
+from tests.console._outage import OutageProxy
+from tests.console._seed import Seeded
+from tests.console.conftest import OPERATOR, make_settings, sign_in
+
+
+@pytest.fixture
+def proxy(seeded_db: Seeded) -> Iterator[OutageProxy]:
+    proxy = OutageProxy(seeded_db.url)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def test_database_down_is_a_503_page_and_the_console_recovers(
+    proxy: OutageProxy, seeded_db: Seeded
+) -> None:
+    app = create_app(make_settings(), dsn=proxy.conninfo())
+    with TestClient(app, base_url="http://console.test") as client:
+        sign_in(client, OPERATOR)
+        detail = f"/events/{seeded_db.key_event}"
+        assert client.get(detail).status_code == 200
+
+        proxy.down()
+        for path in ("/", "/events", detail, "/dead", "/audit"):
+            page = client.get(path)
+            assert page.status_code == 503, (path, page.status_code)
+            assert 'id="db-unavailable"' in page.text
+            assert "database is unavailable" in page.text
+            assert page.headers["content-security-policy"].startswith("default-src 'self'")
+        # Still signed in: the session is the cookie's, not the database's.
+        assert 'id="whoami"' in page.text
+
+        proxy.up()
+        wait_for(
+            lambda: client.get(detail).status_code == 200,
+            timeout=30,
+            what="the console to serve pages again",
+        )
+        assert "evt_123" in client.get(detail).text
