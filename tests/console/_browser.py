@@ -17,13 +17,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -166,16 +167,26 @@ def find(driver: webdriver.Chrome, css: str, timeout: float = 15) -> WebElement:
 
 def click_and_load(driver: webdriver.Chrome, element: WebElement, timeout: float = 15) -> None:
     """Click ``element`` (a link or a submit button) and wait for the next page to load."""
-    old_page = driver.find_element(By.TAG_NAME, "html")
-    what, where = element.tag_name, driver.current_url
-    element.click()
-    WebDriverWait(driver, timeout).until(
-        expected_conditions.staleness_of(old_page),
-        message=f"clicking a {what} on {where} loaded no page",
-    )
-    WebDriverWait(driver, timeout).until(
-        lambda d: d.execute_script("return document.readyState") == "complete",
-        message=f"{driver.current_url} never finished loading",
+    wait_for_next_page(driver, element.click, timeout)
+
+
+def wait_for_next_page(
+    driver: webdriver.Chrome, action: Callable[[], object], timeout: float = 15
+) -> None:
+    """Run ``action`` (which navigates) and wait until the next page has loaded.
+
+    The current page is marked by a window property, which the next page's window lacks.
+    While the old document is being torn down the driver may answer with any error (not
+    only a stale element), so errors until then only mean "not yet".
+    """
+    where = driver.current_url
+    driver.execute_script("window.__inbox_old_page = true")
+    action()
+    WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return window.__inbox_old_page === undefined && document.readyState === 'complete'"
+        ),
+        message=f"no new page loaded after an action on {where}",
     )
 
 

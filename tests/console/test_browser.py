@@ -35,7 +35,9 @@ from tests.console._browser import (
     serve,
 )
 from tests.console._seed import Seeded
+from tests.console._seed import router as seed_router
 from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
+from tests.processors._support import run_worker_until, settings
 
 pytestmark = pytest.mark.slow
 
@@ -160,7 +162,7 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     click_and_load(browser, find(browser, "form#replay-event button[type=submit]"))
     preview = find(browser, "#replay-preview")
     assert find(browser, "#replay-count").text.strip() == "1"
-    assert "already processed" in preview.text, preview.text
+    assert find(browser, "#replay-processed").text.strip() == "1", preview.text
     confirm = find(browser, "form#replay-confirm")
     included = confirm.find_elements(By.CSS_SELECTOR, "input[name=include_processed]")
     assert included, "the processed event needs an explicit include_processed checkbox"
@@ -170,14 +172,26 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     shots.take(browser, "replay-preview")
     click_and_load(browser, find(browser, "button#replay-start"))
 
-    run = find(browser, "#replay-run")
+    find(browser, "#replay-run")
     match = re.search(r"/replay/runs/(\d+)$", browser.current_url)
     assert match, browser.current_url
-    counts = {
-        name: int(find(browser, f"#run-{name}").text.strip())
-        for name in ("processed", "failed", "pending")
-    }
-    assert sum(counts.values()) == 1, (counts, run.text)
+    run_id = int(match.group(1))
+    assert run_progress(browser) == {"processed": 0, "failed": 0, "pending": 1}
+    assert OPERATOR[0] in find(browser, ".run-who").text
+
+    # A worker takes the replayed event; the run's page then shows it processed.
+    queued = f"select count(*) from inbox_work where replay_id = {run_id}"
+    run_worker_until(
+        seeded_db.url,
+        seed_router,
+        lambda: scalar(seeded_db.url, queued) == 0,
+        worker_settings=settings(max_attempts=3),
+        what="the replayed event to settle",
+    )
+    browser.refresh()
+    progress = run_progress(browser)
+    assert progress["pending"] == 0, progress
+    assert progress["processed"] == 1, progress
     shots.take(browser, "replay-run")
 
     click_and_load(browser, find(browser, "header nav a[href$='/audit']"))
@@ -207,6 +221,13 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     assert forged_replay(browser, base, event) == 403
     assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
     shots.take(browser, "forbidden")
+
+
+def run_progress(driver: webdriver.Chrome) -> dict[str, int]:
+    return {
+        name: int(find(driver, f"#run-{name}").text.strip())
+        for name in ("processed", "failed", "pending")
+    }
 
 
 def search_for(driver: webdriver.Chrome, text: str) -> None:
