@@ -47,7 +47,7 @@ REASON = "INC-42: the invoice handler's amount check is fixed; re-run evt_123"
 # --- the console: `inbox console` in its own process -----------------------------------
 
 
-def _config(path: Path, url: str) -> Path:
+def _config(path: Path) -> Path:
     """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
     users = "".join(
         f"""
@@ -60,9 +60,6 @@ password_hash = "{hash_password(password, n=2**10)}"
     )
     path.write_text(
         f"""
-[database]
-url = "{url}"
-
 [console]
 secret_key = "{SECRET_KEY}"
 {users}""",
@@ -75,10 +72,12 @@ secret_key = "{SECRET_KEY}"
 def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
     """``inbox console`` on a free port, serving the seeded inbox."""
     port = free_port()
-    config = _config(tmp_path / "inbox.toml", seeded_db.url)
-    argv = [sys.executable, "-m", "inbox", "--config", str(config), "console"]
+    argv = [sys.executable, "-m", "inbox", "--config", str(_config(tmp_path / "inbox.toml"))]
     yield from serve(
-        [*argv, "--host", "127.0.0.1", "--port", str(port)], tmp_path / "console.log", port=port
+        [*argv, "console", "--host", "127.0.0.1", "--port", str(port)],
+        tmp_path / "console.log",
+        port=port,
+        env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
     )
 
 
@@ -219,15 +218,21 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     find(browser, "#event-meta")
     assert browser.find_elements(By.CSS_SELECTOR, "form#replay-event") == []
     assert forged_replay(browser, base, event) == 403
+    # Refused for the role, not for the token: the viewer's CSRF token was valid.
+    assert "operator" in find(browser, "#forbidden").text
     assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
     shots.take(browser, "forbidden")
 
 
 def run_progress(driver: webdriver.Chrome) -> dict[str, int]:
-    return {
-        name: int(find(driver, f"#run-{name}").text.strip())
-        for name in ("processed", "failed", "pending")
-    }
+    """The run page's counts, read in one script: the page's live refresh swaps <main>
+    every few seconds, and one script runs between two swaps, never across one."""
+    find(driver, "#replay-run")
+    counts = driver.execute_script(
+        "return ['processed', 'failed', 'pending'].map("
+        "n => document.getElementById('run-' + n).textContent.trim())"
+    )
+    return dict(zip(("processed", "failed", "pending"), map(int, counts), strict=True))
 
 
 def search_for(driver: webdriver.Chrome, text: str) -> None:
