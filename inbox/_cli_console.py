@@ -36,20 +36,29 @@ def _hash_password(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def console_app(settings: Settings, url: str) -> Any:
-    """The console on its own: mounted at ``[console] base_path``, ``/`` leading there."""
+def _console_module() -> Any:
     try:
-        from starlette.applications import Starlette
-        from starlette.responses import RedirectResponse
-        from starlette.routing import Mount, Route
-
-        from inbox.console import create_app
+        import inbox.console
     except ImportError as exc:
         raise ConfigError(
             f"the console needs the console extra ({exc.name} is missing):"
             " pip install 'pg-inbox[console]'"
         ) from exc
-    console = create_app(settings, dsn=url)
+    return inbox.console
+
+
+def with_console(receiver: Any, settings: Settings, url: str) -> Any:
+    """``inbox serve`` with ``[console] enabled``: the console at ``base_path``."""
+    return _console_module()._dev.with_console(receiver, settings, url)
+
+
+def console_app(settings: Settings, url: str) -> Any:
+    """The console on its own: mounted at ``[console] base_path``, ``/`` leading there."""
+    console = _console_module().create_app(settings, dsn=url)
+    from starlette.applications import Starlette
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Mount, Route
+
     base = settings.console.base_path
 
     async def home(request: Any) -> Any:

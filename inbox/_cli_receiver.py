@@ -29,6 +29,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     port = settings.receiver.port if args.port is None else args.port
     with database_url(settings) as url:
         app = create_app(settings, dsn=url)  # validates every source before listening
+        if settings.console.enabled:
+            from inbox._cli_console import with_console  # the console extra, only if enabled
+
+            app = with_console(app, settings, url)
         log.info(
             "receiver_starting",
             host=host,

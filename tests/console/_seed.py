@@ -14,6 +14,10 @@ from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings
 
 XSS = "<script>alert('x')</script>"
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "handlers.py", line 7, in xss\n'
+    f"    raise ValueError(note)\nValueError: {XSS}"
+)
 PAGING_COUNT = 60
 DEAD_COUNT = 3
 
@@ -28,7 +32,8 @@ class Seeded:
     failed with an error), processed."""
     key: str
     xss_event: int
-    """``<script>`` in its key, type, a header, its body and its attempt's error (dead)."""
+    """``<script>`` in its key, type, a header, its body, its attempts' errors and a
+    traceback (dead)."""
     binary_event: int
     """A body that is not text (shown as hex)."""
     dead_ids: list[int] = field(default_factory=list)
@@ -65,6 +70,18 @@ async def anything(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
     return None
 
 
+def settle(url: str) -> None:
+    """Run a worker with the seed's handlers until nothing is pending (two attempts each,
+    so an event that always fails ends dead)."""
+    run_worker_until(
+        url,
+        router,
+        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
+        worker_settings=settings(max_attempts=2),
+        what="every pending event to settle",
+    )
+
+
 def seed(url: str) -> Seeded:
     with InboxWriter(url) as w:
         paging = [
@@ -95,13 +112,17 @@ def seed(url: str) -> Seeded:
             w.write(source, "dup-key", b"{}", event_type="ping").event_id
             for source in ("github", "slack")
         ]
-    run_worker_until(
-        url,
-        router,
-        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
-        worker_settings=settings(max_attempts=2),
-        what="every event settled",
-    )
+    settle(url)
+    with psycopg.connect(url) as conn:
+        # The worker of this branch does not store tracebacks yet (migration 0004 added the
+        # column): one failed attempt carries one, as a worker that does would write it.
+        conn.execute(
+            "insert into inbox_attempts (event_id, attempt, started_at, outcome, handler,"
+            " worker, error_class, error_message, error_traceback)"
+            " values (%s, 3, now(), 'failed', 'tests.console._seed.xss', 'seed', 'ValueError',"
+            " %s, %s)",
+            [xss_event, XSS, TRACEBACK],
+        )
     with InboxWriter(url) as w:
         pending = w.write("shop", "late-1", b'{"n": 1}', event_type="order.paid").event_id
     return Seeded(

@@ -1,0 +1,113 @@
+"""Where the console runs: mounted next to the receiver (``inbox serve`` with ``[console]
+enabled``, ``inbox dev``), mounted in another app, and the ``inbox console`` commands."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+from inbox._asgi import create_app as create_receiver
+from inbox.console import create_app, mount_for_dev
+from inbox.console._dev import with_console
+from inbox.console._passwords import verify_password
+from tests.console._seed import Seeded
+from tests.console.conftest import OPERATOR, make_settings
+from tests.operator._support import REPO
+
+
+def _sign_in(client: TestClient, base: str) -> None:
+    page = client.get(f"{base}/login")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert token
+    landed = client.post(
+        f"{base}/login",
+        data={"username": OPERATOR[0], "password": OPERATOR[1], "csrf": token.group(1)},
+        follow_redirects=False,
+    )
+    assert landed.status_code == 303
+    assert landed.headers["location"] == f"{base}/"
+
+
+def test_next_to_the_receiver(seeded_db: Seeded) -> None:
+    settings = make_settings(enabled=True)
+    receiver = create_receiver(settings, dsn=seeded_db.url)
+    with TestClient(with_console(receiver, settings, seeded_db.url)) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        login = client.get("/console/login")
+        assert login.status_code == 200
+        assert 'action="/console/login"' in login.text
+        assert 'href="/console/static/console.css"' in login.text
+        assert "path=/console" in login.headers["set-cookie"]
+        _sign_in(client, "/console")
+        detail = client.get(f"/console/events/{seeded_db.key_event}").text
+        assert 'href="/console/events/' in client.get("/console/events").text
+        assert f'href="/console/events/{seeded_db.key_event}/body"' in detail
+        assert client.get("/console/static/console.css").status_code == 200
+        found = client.get("/console/events?q=evt_123", follow_redirects=False)
+        assert found.headers["location"] == f"/console/events/{seeded_db.key_event}"
+
+
+def test_mounted_in_another_app(seeded_db: Seeded) -> None:
+    console = create_app(make_settings(), dsn=seeded_db.url)
+    app = Starlette(routes=[Mount("/ops/inbox", app=console)])
+    with TestClient(app) as client:
+        redirect = client.get("/ops/inbox/events", follow_redirects=False)
+        assert redirect.headers["location"] == "/ops/inbox/login?next=%2Fevents"
+        _sign_in(client, "/ops/inbox")
+        assert client.get("/ops/inbox/events").status_code == 200
+
+
+def test_mount_for_dev_prints_a_one_time_link(seeded_db: Seeded) -> None:
+    settings = make_settings(secret_key=None)  # dev needs none: it makes a fresh one
+    receiver = create_receiver(settings, dsn=seeded_db.url)
+    app, login_path = mount_for_dev(settings, seeded_db.url, receiver)
+    assert login_path.startswith("/console/login/token/")
+    with TestClient(app) as client:
+        landed = client.get(login_path, follow_redirects=False)
+        assert landed.status_code == 303
+        assert landed.headers["location"] == "/console/"
+        assert '<span id="whoami">dev' in client.get("/console/").text
+        client.cookies.clear()
+        assert client.get(login_path).status_code == 403
+
+
+def _inbox(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
+    return subprocess.run(
+        [sys.executable, "-m", "inbox", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**clean, "INBOX_CONFIG": os.devnull, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_hash_password_command() -> None:
+    made = _inbox("console", "hash-password", stdin="s3cret words\n")
+    assert made.returncode == 0, made.stderr
+    stored = made.stdout.strip()
+    assert stored.startswith("scrypt$32768$8$1$")
+    assert verify_password("s3cret words", stored)
+    empty = _inbox("console", "hash-password", stdin="")
+    assert empty.returncode == 2
+    assert "no password on stdin" in empty.stderr
+    assert "Traceback" not in empty.stderr
+
+
+def test_console_command_explains_a_missing_key(seeded_db: Seeded) -> None:
+    refused = _inbox("console", INBOX_DATABASE_URL=seeded_db.url)
+    assert refused.returncode == 2
+    assert "secret key" in refused.stderr
+    assert "INBOX_CONSOLE__SECRET_KEY" in refused.stderr
+    bad = _inbox("console", INBOX_CONSOLE__BODIES="everyone", INBOX_DATABASE_URL=seeded_db.url)
+    assert bad.returncode == 2
+    assert "console.bodies" in bad.stderr

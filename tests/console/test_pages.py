@@ -1,0 +1,185 @@
+"""The read-only pages over HTTP: overview, events (filters, paging, search), detail,
+downloads, 404s and malformed filters."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.testclient import TestClient
+
+from tests.console._seed import PAGING_COUNT, Seeded
+from tests.console.conftest import OPERATOR, VIEWER, sign_in
+
+
+def _ids(html: str, table: str = "events") -> list[int]:
+    body = html.split(f'<table id="{table}"', 1)[1].split("</table>", 1)[0]
+    return [int(i) for i in re.findall(r'class="event-link" href="[^"]*/events/(\d+)"', body)]
+
+
+def _next_href(html: str) -> str | None:
+    match = re.search(r'<a id="next-page" href="([^"]+)"', html)
+    return match.group(1).replace("&amp;", "&") if match else None
+
+
+def test_overview(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, VIEWER)
+    page = client.get("/")
+    assert page.status_code == 200
+    html = page.text
+    for source in ("shop", "stripe", "xss", "bin", "github", "slack"):
+        assert f">{source}</a></td>" in html
+    shop = html.split(">shop</a></td>", 1)[1].split("</tr>", 1)[0]
+    cells = re.findall(r'<td class="num">(.*?)</td>', shop)
+    # received 1 h, 24 h, duplicates 1 h, 24 h, pending, retrying, dead (a link), ...
+    assert cells[0] == str(PAGING_COUNT + 3 + 1)
+    assert cells[4] == "1"  # the late event
+    assert f">{len(seeded_db.dead_ids)}</a>" in cells[6]
+    assert 'id="health"' in html
+    assert "dead letter" in html
+    assert html.count('<svg class="chart"') == 2
+    assert 'class="series received"' in html
+    assert 'id="workers"' in html
+    assert "<th>Rejected</th>" not in html  # no receiver metrics configured
+
+
+def test_events_pages_through_everything_once(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, VIEWER)
+    seen: list[int] = []
+    url: str | None = "/events?source=shop&type=order.paid&limit=25"
+    pages = 0
+    while url:
+        html = client.get(url).text
+        seen += _ids(html)
+        url = _next_href(html)
+        if url:
+            assert "source=shop" in url
+            assert "type=order.paid" in url
+            assert "limit=25" in url
+        pages += 1
+    expected = sorted([*seeded_db.paging_ids, seeded_db.pending_id], reverse=True)
+    assert seen == expected
+    assert pages == 3
+
+
+def test_event_filters(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, VIEWER)
+    assert _ids(client.get("/events?state=dead").text) == sorted(
+        [*seeded_db.dead_ids, seeded_db.xss_event], reverse=True
+    )
+    assert _ids(client.get("/events?source=shop&type=order.b*").text) == sorted(
+        seeded_db.dead_ids, reverse=True
+    )
+    assert _ids(client.get("/events?repeats=1").text) == [seeded_db.key_event]
+    assert _ids(client.get("/events?state=pending").text) == [seeded_db.pending_id]
+    assert _ids(client.get("/events?after=1h&source=stripe").text) == [seeded_db.key_event]
+    assert _ids(client.get("/events?before=1h&source=stripe").text) == []
+    assert _ids(client.get("/events?replayed=1").text) == []
+    selected = client.get("/events?state=dead&repeats=1").text
+    assert '<option value="dead" selected>' in selected
+    assert 'name="repeats" value="1" checked' in selected
+
+
+def test_malformed_filters_say_what_is_wrong(client: TestClient) -> None:
+    sign_in(client, VIEWER)
+    cases = {
+        "after=yesterday-ish": ("after", "not a time"),
+        "state=sleeping": ("state", "unknown state"),
+        "limit=0": ("limit", "whole number"),
+        "limit=abc": ("limit", "whole number"),
+        "cursor=garbage": ("cursor", "not a page cursor"),
+        "after=1h&before=2h": ("after", "empty"),
+    }
+    for query, (field, message) in cases.items():
+        page = client.get(f"/events?{query}")
+        assert page.status_code == 400, query
+        assert 'id="filter-errors"' in page.text, query
+        assert f'data-field="{field}"' in page.text, query
+        assert message in page.text, query
+    assert client.get("/dead?after=nope").status_code == 400
+
+
+def test_search(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, VIEWER)
+    detail = f"/events/{seeded_db.key_event}"
+    for text in (str(seeded_db.key_event), "stripe:evt_123", "evt_123", "  evt_123 "):
+        found = client.get("/events", params={"q": text}, follow_redirects=False)
+        assert found.status_code == 303, text
+        assert found.headers["location"] == detail
+    several = client.get("/events", params={"q": seeded_db.shared_key})
+    assert several.status_code == 200
+    assert _ids(several.text) == sorted(seeded_db.shared_key_ids, reverse=True)
+    assert "2 events match" in several.text
+    nothing = client.get("/events", params={"q": "evt_nope"})
+    assert nothing.status_code == 200
+    assert "Nothing found for &#39;evt_nope&#39;" in nothing.text
+    assert 'form id="search"' in nothing.text
+    assert 'value="evt_nope"' in nothing.text
+
+
+def test_event_detail(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, OPERATOR)
+    html = client.get(f"/events/{seeded_db.key_event}").text
+    assert 'id="event-meta"' in html
+    assert "evt_123" in html
+    assert '<th>authorization</th><td class="redacted">[redacted]</td>' in html
+    assert "<th>stripe-signature</th><td>t=1,v1=abc</td>" in html
+    assert 'data-kind="json"' in html
+    deliveries = html.split('<section id="deliveries">', 1)[1].split("</section>", 1)[0]
+    assert deliveries.count('<li class="delivery') == 3
+    assert deliveries.count('class="delivery differs"') == 1
+    assert "side-by-side" in deliveries
+    assert "&#34;amount&#34;: 4300" in deliveries
+    attempts = html.split('<section id="attempts">', 1)[1].split("</section>", 1)[0]
+    assert attempts.count('<tr class="attempt') == 2
+    assert "card_declined: amount 4200 does not match the invoice" in attempts
+    assert 'id="replay-event"' in html
+    assert 'id="replays"' in html
+
+
+def test_a_stored_traceback_is_shown(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, VIEWER)
+    html = client.get(f"/events/{seeded_db.xss_event}").text
+    [traceback] = re.findall(r'<pre class="attempt-traceback">(.*?)</pre>', html, re.S)
+    assert traceback.startswith("Traceback (most recent call last):")
+    assert traceback.endswith("ValueError: &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;")
+
+
+def test_binary_body_is_hex(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, OPERATOR)
+    html = client.get(f"/events/{seeded_db.binary_event}").text
+    assert 'data-kind="hex"' in html
+    assert "00000000  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f  ................" in html
+
+
+def test_downloads_are_the_exact_bytes(client: TestClient, seeded_db: Seeded) -> None:
+    sign_in(client, OPERATOR)
+    body = client.get(f"/events/{seeded_db.binary_event}/body")
+    assert body.content == bytes(range(256))
+    assert body.headers["content-type"] == "application/octet-stream"
+    assert body.headers["content-disposition"] == (
+        f'attachment; filename="event-{seeded_db.binary_event}.bin"'
+    )
+    html = client.get(f"/events/{seeded_db.key_event}").text
+    [link] = re.findall(r'class="download-delivery" href="([^"]+)"', html)
+    repeat = client.get(link)
+    assert repeat.status_code == 200
+    assert b'"amount": 4300' in repeat.content
+    other = f"/events/{seeded_db.binary_event}/deliveries/{link.split('/')[-2]}/body"
+    assert client.get(other).status_code == 404  # a delivery of another event
+
+
+def test_not_found_pages(client: TestClient) -> None:
+    sign_in(client, VIEWER)
+    for path in [
+        "/events/987654",
+        "/events/abc",
+        "/events/99999999999999999999",
+        "/replay/runs/987654",
+        "/nowhere",
+    ]:
+        page = client.get(path)
+        assert page.status_code == 404, path
+        assert 'id="not-found"' in page.text, path
+    assert "no event 987654" in client.get("/events/987654").text
+    sign_in(client, OPERATOR)
+    assert client.get("/events/987654/body").status_code == 404
