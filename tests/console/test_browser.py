@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
 from inbox.console._passwords import hash_password
@@ -34,7 +35,7 @@ from tests.console._browser import (
     screenshots,
     serve,
 )
-from tests.console._seed import Seeded
+from tests.console._seed import XSS, Seeded
 from tests.console._seed import router as seed_router
 from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
 from tests.processors._support import run_worker_until, settings
@@ -201,6 +202,14 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     assert "replay" in mine[0].find_element(By.CSS_SELECTOR, ".audit-kind").text.lower()
     assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
     shots.take(browser, "audit")
+
+    # Markup from the database is text in a real browser too: shown, never run.
+    browser.get(f"{base}/events/{seeded_db.xss_event}")
+    assert find(browser, "#event-meta .key").text == XSS
+    assert XSS in find(browser, "section#attempts .attempt-error").text
+    assert browser.execute_script("return document.querySelectorAll('main script').length") == 0
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.accept()
 
     click_and_load(browser, find(browser, "header nav a[href$='/dead']"))
     dead = browser.find_elements(By.CSS_SELECTOR, "table#dead input[name=ids]")
