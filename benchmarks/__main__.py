@@ -12,6 +12,7 @@ BENCHMARKS = {
     "receiver_load": "receiver_load",
     "processing": "processing",
     "storm": "storm",
+    "console": "console",
 }
 
 

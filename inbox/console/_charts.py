@@ -12,7 +12,7 @@ from inbox._operator_models import Activity
 
 __all__ = ["activity_charts", "svg_chart"]
 
-WIDTH, HEIGHT = 640, 160
+WIDTH, HEIGHT = 1200, 180
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 12, 22
 
 

@@ -303,24 +303,19 @@ limit %(limit)s::bigint
 -- name: activity
 -- Received, processed and failed per bucket, the last bucket holding now. Buckets are
 -- aligned to the step (date_bin), so two calls a minute apart agree on past buckets. The
--- window's start is a scalar subquery, a constant to the planner: both counts are range
--- scans of the time indexes (inbox_events_received_at, inbox_attempts_finished_at).
--- Processed counts settled attempts (processed or skipped); failed counts attempts that
--- raised or crashed (a handler's deliberate Retry is neither).
-with buckets as (
-    select generate_series(
-        date_bin(%(step)s::interval, now(), timestamptz '2000-01-01 00:00:00+00')
-            - %(step)s::interval * (%(buckets)s::integer - 1),
-        now(),
-        %(step)s::interval
-    ) as at
-),
-received as (
+-- window's start is written out in each count (not read from the buckets): the planner
+-- evaluates now() when it estimates, sees a short range, and scans the time indexes
+-- (inbox_events_received_at, inbox_attempts_finished_at). Processed counts settled
+-- attempts (processed or skipped); failed counts attempts that raised or crashed (a
+-- handler's deliberate Retry is neither).
+with received as (
     select date_bin(%(step)s::interval, e.received_at, timestamptz '2000-01-01 00:00:00+00')
                as at,
            count(*) as n
     from inbox_events e
-    where e.received_at >= (select min(at) from buckets)
+    where e.received_at >= date_bin(%(step)s::interval, now(),
+                                    timestamptz '2000-01-01 00:00:00+00')
+                           - %(step)s::interval * (%(buckets)s::integer - 1)
     group by 1
 ),
 settled as (
@@ -329,11 +324,18 @@ settled as (
            count(*) filter (where a.outcome in ('processed', 'skipped')) as processed,
            count(*) filter (where a.outcome in ('failed', 'dead', 'crashed')) as failed
     from inbox_attempts a
-    where a.finished_at >= (select min(at) from buckets)
+    where a.finished_at >= date_bin(%(step)s::interval, now(),
+                                    timestamptz '2000-01-01 00:00:00+00')
+                           - %(step)s::interval * (%(buckets)s::integer - 1)
     group by 1
 )
 select b.at, coalesce(r.n, 0), coalesce(s.processed, 0), coalesce(s.failed, 0)
-from buckets b
+from generate_series(
+    date_bin(%(step)s::interval, now(), timestamptz '2000-01-01 00:00:00+00')
+        - %(step)s::interval * (%(buckets)s::integer - 1),
+    now(),
+    %(step)s::interval
+) as b(at)
 left join received r on r.at = b.at
 left join settled s on s.at = b.at
 order by b.at

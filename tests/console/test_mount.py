@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
+import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
@@ -19,6 +22,7 @@ from inbox.console._passwords import verify_password
 from tests.console._seed import Seeded
 from tests.console.conftest import OPERATOR, make_settings
 from tests.operator._support import REPO
+from tests.receiver.test_receiver_cli import wait_until_healthy
 
 
 def _sign_in(client: TestClient, base: str) -> None:
@@ -111,3 +115,42 @@ def test_console_command_explains_a_missing_key(seeded_db: Seeded) -> None:
     bad = _inbox("console", INBOX_CONSOLE__BODIES="everyone", INBOX_DATABASE_URL=seeded_db.url)
     assert bad.returncode == 2
     assert "console.bodies" in bad.stderr
+
+
+def _serving(command: list[str], url: str, port: int, env: dict[str, str]) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "inbox", *command, "--port", str(port)],
+        cwd=REPO,
+        env={**clean, "INBOX_CONFIG": os.devnull, "INBOX_DATABASE_URL": url, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("command", [["serve"], ["console"]])
+def test_served_by_the_command_line(
+    seeded_db: Seeded, unused_tcp_port: int, command: list[str]
+) -> None:
+    """``inbox serve`` with ``[console] enabled`` and ``inbox console``: the console answers
+    at /console, and SIGTERM stops the server cleanly (the pool closed)."""
+    env = {"INBOX_CONSOLE__ENABLED": "true", "INBOX_CONSOLE__SECRET_KEY": "k" * 32}
+    process = _serving(command, seeded_db.url, unused_tcp_port, env)
+    base = f"http://127.0.0.1:{unused_tcp_port}"
+    try:
+        wait_until_healthy(f"{base}/console/login", process)
+        login = httpx.get(f"{base}/console/login")
+        assert 'form id="login"' in login.text
+        assert login.headers["x-frame-options"] == "DENY"
+        if command == ["serve"]:
+            assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
+        else:
+            home = httpx.get(f"{base}/", follow_redirects=False)
+            assert home.headers["location"] == "/console/"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    # uvicorn re-raises the signal once its graceful shutdown is done
+    assert process.returncode in (0, -signal.SIGTERM), err
+    assert "Traceback" not in err
