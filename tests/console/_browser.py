@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import httpx
 import pytest
@@ -133,10 +134,6 @@ def chromium() -> Iterator[webdriver.Chrome]:
             f"{CHROMIUM} and {CHROMEDRIVER} are required: "
             "apt-get install chromium chromium-driver (.ci/run does)"
         )
-    # Selenium Manager must never fetch a browser or a driver; with the driver's path given
-    # it is not consulted at all, and offline it could not download if it were.
-    os.environ["SE_OFFLINE"] = "true"
-    os.environ["SE_AVOID_STATS"] = "true"
     profile = tempfile.mkdtemp(prefix="inbox-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
@@ -145,9 +142,12 @@ def chromium() -> Iterator[webdriver.Chrome]:
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={WINDOW[0]},{WINDOW[1]}")
     try:
-        driver = webdriver.Chrome(
-            service=Service(executable_path=str(CHROMEDRIVER)), options=options
-        )
+        # Selenium Manager must never fetch a browser or a driver: with the driver's path
+        # given it is not consulted at all, and offline it could not download if it were.
+        with mock.patch.dict(os.environ, {"SE_OFFLINE": "true", "SE_AVOID_STATS": "true"}):
+            driver = webdriver.Chrome(
+                service=Service(executable_path=str(CHROMEDRIVER)), options=options
+            )
         try:
             driver.set_page_load_timeout(30)
             yield driver

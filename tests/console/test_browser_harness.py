@@ -4,6 +4,7 @@ console's, not the harness's."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 
 from tests.console._browser import (
+    CHROMEDRIVER,
+    CHROMIUM,
     LiveServer,
     Screenshots,
     chromium,
@@ -53,5 +56,11 @@ def test_chromium_loads_a_page_from_a_real_server_and_submits_its_form(
     shot = Screenshots(tmp_path / "shots").take(browser, "echo")
     assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert shot.stat().st_size > 1000
-    assert browser.capabilities["browserName"] in {"chrome", "chromium"}
-    assert browser.capabilities["browserVersion"].split(".")[0].isdigit()
+
+
+def test_the_browser_is_the_operating_systems_chromium(browser: webdriver.Chrome) -> None:
+    assert browser.service.path == str(CHROMEDRIVER)
+    installed = subprocess.run(
+        [str(CHROMIUM), "--version"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout  # "Chromium 156.0.8078.114 built on Debian ..."
+    assert browser.capabilities["browserVersion"] in installed.split()
