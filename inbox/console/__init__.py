@@ -1,15 +1,41 @@
 """The operator console: server-rendered pages over the operator API (``inbox.queries``
-and the replay functions), mountable into any ASGI application::
+and the replay functions). Needs the ``console`` extra (``pip install 'pg-inbox[console]'``:
+Jinja2 and itsdangerous).
 
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
-    from inbox import load_settings
-    from inbox.console import create_app
+Where it runs:
 
-    settings = load_settings()
-    app = Starlette(routes=[Mount("/console", app=create_app(settings))])
+- ``inbox console [--host --port]``: on its own (``[console] host``/``port``, default
+  127.0.0.1:8001), at ``http://HOST:PORT/console/``.
+- ``inbox serve`` with ``[console] enabled = true``: at ``/console`` next to the receiver.
+- In any ASGI app (Starlette, FastAPI)::
 
-Needs the ``console`` extra (``pip install 'pg-inbox[console]'``: Jinja2, itsdangerous).
+      from inbox import load_settings
+      from inbox.console import create_app
+
+      console = create_app(load_settings(), dsn="postgresql://…")
+      app.mount("/console", console)          # app = FastAPI() or Starlette()
+      # a mounted app gets no lifespan: close its pool at your shutdown with
+      # await console.state.console.pool.close()
+
+  Django and Flask are WSGI: run ``inbox console`` beside them (or mount the app in an
+  ASGI server of its own) and route ``/console`` to it in the reverse proxy.
+
+Settings (``[console]``; each also ``INBOX_CONSOLE__KEY``):
+
+- ``enabled`` (false): mount it in ``inbox serve``.
+- ``secret_key`` / ``secret_key_env`` / ``secret_key_file``: signs the session cookies
+  (at least 16 characters; the console refuses to start without one).
+- ``[[console.users]]`` ``name``, ``role`` (``viewer`` reads; ``operator`` also replays
+  and retries dead letters), ``password_hash`` (``inbox console hash-password``, scrypt).
+- ``bodies`` (``operators``): who sees event bodies and may download them: ``operators``,
+  ``all`` signed-in users, or ``none``.
+- ``trusted_header`` (none) and ``trusted_proxies`` (CIDRs): an SSO proxy's header naming
+  the user, honoured only from those peer addresses; ``trusted_role`` (``viewer``) for a
+  header user without a ``[[console.users]]`` entry.
+- ``session_idle_minutes`` (30); ``login_attempts`` (5) failed sign-ins per user and address
+  per ``login_window_seconds`` (300), then 429 until the window passes.
+- ``base_path`` (``/console``), ``host``, ``port``; ``receiver_metrics``: receivers'
+  ``/metrics`` URLs for the overview's rejection counts.
 """
 
 from inbox.console._app import create_app

@@ -19,7 +19,10 @@ log = structlog.get_logger("inbox.console")
 
 def _next(request: Request, value: str | None) -> str:
     """Where to go after signing in: a path of the console only (never another site)."""
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+    # Browsers drop tabs and newlines from URLs and read "\\" as "/": "/\t/evil.example"
+    # would become "//evil.example", another site. Only plain printable paths pass.
+    plain = value is not None and all(" " < c < "\x7f" and c != "\\" for c in value)
+    if value and plain and value.startswith("/") and not value.startswith("//"):
         return url_for(request, "") + value
     return url_for(request, "/")
 
@@ -55,12 +58,12 @@ async def login_submit(request: Request) -> Response:
     wait = console.limiter.retry_after(key)
     if wait is not None:
         log.warning("console_sign_in_limited", user=name, peer=key[1])
-        return _form(
-            request,
-            error=f"Too many attempts, try again in {max(1, round(wait))} s.",
-            status=429,
-            name=name,
+        seconds = max(1, round(wait))
+        limited = _form(
+            request, error=f"Too many attempts, try again in {seconds} s.", status=429, name=name
         )
+        limited.headers["retry-after"] = str(seconds)
+        return limited
     principal = await anyio.to_thread.run_sync(
         authenticate, console.settings.console, name, password
     )

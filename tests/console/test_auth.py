@@ -95,6 +95,8 @@ def test_sign_in_goes_back_to_the_page_asked_for_but_never_off_site(client: Test
     assert land("/events?source=shop") == "/events?source=shop"
     assert land("//evil.example/x") == "/"
     assert land("https://evil.example/") == "/"
+    assert land("/\t/evil.example") == "/"
+    assert land("/\\evil.example") == "/"
 
 
 def test_failed_sign_ins_are_limited_per_user_and_address(seeded_db: Seeded) -> None:
@@ -111,6 +113,7 @@ def test_failed_sign_ins_are_limited_per_user_and_address(seeded_db: Seeded) -> 
         )
         assert limited.status_code == 429
         assert "Too many attempts, try again in" in limited.text
+        assert 1 <= int(limited.headers["retry-after"]) <= 300
         assert client.get("/", follow_redirects=False).status_code == 303  # not signed in
         sign_in(client, OPERATOR)  # another user from the same address is not limited
     with TestClient(app, client=("192.0.2.8", 5000)) as elsewhere:
@@ -230,3 +233,21 @@ def test_password_hash_format() -> None:
         assert not verify_password("correct horse", broken)
     with pytest.raises(ValueError, match="empty"):
         hash_password("")
+
+
+def test_a_trusted_header_user_acts_with_the_sessions_csrf_token(seeded_db: Seeded) -> None:
+    from tests.operator._support import rows
+
+    app = create_app(make_settings(), dsn=seeded_db.url)
+    header = {"X-Forwarded-User": "sso-operator"}
+    with TestClient(app, client=(TRUSTED_PROXY, 443), headers=header) as proxied:
+        token = csrf_of(proxied, "/dead")
+        started = proxied.post(
+            "/dead/retry",
+            data={"csrf": token, "ids": str(seeded_db.dead_ids[0]), "reason": "sso retry"},
+            follow_redirects=False,
+        )
+        assert started.status_code == 303
+    assert rows(seeded_db.url, "select created_by, via from inbox_replays") == [
+        ("sso-operator", "console")
+    ]

@@ -102,3 +102,10 @@ def test_chart_escapes_labels_and_scales() -> None:
     empty = str(svg_chart("none", [], {"received": []}))
     assert "<polyline" not in empty
     assert ">1</text>" in empty
+
+
+def test_public_names() -> None:
+    import inbox.console
+
+    assert inbox.console.__all__ == ["create_app", "mount_for_dev"]
+    assert all(hasattr(inbox.console, name) for name in inbox.console.__all__)

@@ -58,13 +58,18 @@ def test_next_to_the_receiver(seeded_db: Seeded) -> None:
 
 
 def test_mounted_in_another_app(seeded_db: Seeded) -> None:
+    from fastapi import FastAPI
+
     console = create_app(make_settings(), dsn=seeded_db.url)
-    app = Starlette(routes=[Mount("/ops/inbox", app=console)])
-    with TestClient(app) as client:
-        redirect = client.get("/ops/inbox/events", follow_redirects=False)
-        assert redirect.headers["location"] == "/ops/inbox/login?next=%2Fevents"
-        _sign_in(client, "/ops/inbox")
-        assert client.get("/ops/inbox/events").status_code == 200
+    starlette_app = Starlette(routes=[Mount("/ops/inbox", app=console)])
+    fastapi_app = FastAPI()
+    fastapi_app.mount("/ops/inbox", create_app(make_settings(), dsn=seeded_db.url))
+    for app in (starlette_app, fastapi_app):
+        with TestClient(app) as client:
+            redirect = client.get("/ops/inbox/events", follow_redirects=False)
+            assert redirect.headers["location"] == "/ops/inbox/login?next=%2Fevents"
+            _sign_in(client, "/ops/inbox")
+            assert client.get("/ops/inbox/events").status_code == 200
 
 
 def test_mount_for_dev_prints_a_one_time_link(seeded_db: Seeded) -> None:

@@ -183,3 +183,38 @@ def test_not_found_pages(client: TestClient) -> None:
     assert "no event 987654" in client.get("/events/987654").text
     sign_in(client, OPERATOR)
     assert client.get("/events/987654/body").status_code == 404
+
+
+def test_overview_shows_rejections_when_receiver_metrics_are_configured(
+    seeded_db: Seeded, unused_tcp_port: int
+) -> None:
+    from inbox.console import create_app
+    from tests.console.conftest import make_settings
+
+    metrics = f"http://127.0.0.1:{unused_tcp_port}/metrics"  # nothing listens there
+    app = create_app(make_settings(receiver_metrics=[metrics]), dsn=seeded_db.url)
+    with TestClient(app) as client:
+        sign_in(client, VIEWER)
+        html = client.get("/").text
+    assert "<th>Rejected</th>" in html
+    assert f"receiver metrics unavailable: {metrics}" in html
+
+
+def test_audit_pages(client: TestClient, seeded_db: Seeded) -> None:
+    from inbox import queries
+
+    for n in range(55):
+        queries.replay(seeded_db.url, reason=f"run {n}", ids=[seeded_db.key_event], actor="cli")
+    sign_in(client, VIEWER)
+    first = client.get("/audit").text
+    assert first.count('<tr class="audit-row">') == 50
+    assert "run 54" in first
+    older = _next_href(first)
+    assert older is not None
+    second = client.get(older).text
+    assert second.count('<tr class="audit-row">') == 5
+    assert "run 0<" in second
+    assert _next_href(second) is None
+    bad = client.get("/audit?cursor=nonsense")
+    assert bad.status_code == 400
+    assert "not a page cursor" in bad.text
