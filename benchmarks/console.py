@@ -62,7 +62,7 @@ insert into inbox_events
 select 'source' || lpad((g %% %(sources)s)::text, 3, '0'),
        'evt_' || g,
        (array['invoice.paid', 'invoice.failed', 'charge.succeeded', 'customer.updated'])
-           [1 + g %% 4],
+           [1 + (g / 7) %% 4],
        now() - make_interval(secs => (%(events)s - g) * %(spacing)s::float8),
        '{"content-type": "application/json", "user-agent": "Provider/1.0"}'::jsonb,
        b.body,

@@ -1,5 +1,6 @@
 """The audit records where a run was started from (the CLI, the console, the Python API);
-indexes for the console: a replay run's attempts, and attempts' outcomes by time.
+indexes for the console: a replay run's attempts, a source's events in order, and
+attempts' outcomes by time.
 
 Revision ID: 0005
 Revises: 0004
@@ -32,6 +33,11 @@ def upgrade() -> None:
     create index inbox_attempts_replay on inbox_attempts (replay_id, event_id)
         where replay_id is not null;
 
+    -- The console's events page of one source, newest first: without this the page walks
+    -- the whole log backwards to find a quiet source's events (1.5 s at 1,000,000 events
+    -- when the source has none), with it the walk starts and stays within the source.
+    create index inbox_events_source_id on inbox_events (source, id);
+
     -- The console's activity charts count a day of attempts by outcome: with the outcome in
     -- the time index they are counted from the index alone (the history is append-only, so
     -- its pages are all-visible once vacuumed), not fetched row by row from the table.
@@ -44,6 +50,7 @@ def downgrade() -> None:
     op.execute("""
     drop index inbox_attempts_finished_at;
     create index inbox_attempts_finished_at on inbox_attempts (finished_at);
+    drop index inbox_events_source_id;
     drop index inbox_attempts_replay;
     alter table inbox_prunes drop column via;
     alter table inbox_replays drop column via;
