@@ -32,6 +32,11 @@ Settings (``[console]``; each also ``INBOX_CONSOLE__KEY``):
 - ``trusted_header`` (none) and ``trusted_proxies`` (CIDRs): an SSO proxy's header naming
   the user, honoured only from those peer addresses; ``trusted_role`` (``viewer``) for a
   header user without a ``[[console.users]]`` entry.
+  ``X-Forwarded-Proto: https`` from those addresses makes the session cookie Secure (a
+  proxy that ends TLS); ``inbox console`` does not rewrite the peer address from
+  ``X-Forwarded-For``, since the trust decision is made on the peer. (``inbox serve`` runs
+  uvicorn with its default proxy headers: there, list the proxy in uvicorn's
+  ``forwarded_allow_ips`` only if it is the SSO proxy.)
 - ``session_idle_minutes`` (30); ``login_attempts`` (5) failed sign-ins per user and address
   per ``login_window_seconds`` (300), then 429 until the window passes.
 - ``base_path`` (``/console``), ``host``, ``port``; ``receiver_metrics``: receivers'

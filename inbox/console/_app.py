@@ -139,6 +139,7 @@ def create_app(
                 SessionMiddleware,
                 secret_key=key,
                 idle_seconds=settings.console.session_idle_minutes * 60,
+                trusted_proxies=settings.console.trusted_proxies,
             )
         ],
         exception_handlers={

@@ -3,7 +3,6 @@ link of ``inbox dev``; and the limit on failed sign-ins."""
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import time
 from collections import deque
@@ -15,7 +14,7 @@ from starlette.requests import HTTPConnection
 
 from inbox._settings import ConsoleSettings
 from inbox.console._passwords import verify_password
-from inbox.console._session import session_of
+from inbox.console._session import peer_in, session_of
 
 __all__ = ["DevToken", "LoginLimiter", "Principal", "authenticate", "current_principal"]
 
@@ -58,12 +57,7 @@ def authenticate(settings: ConsoleSettings, name: str, password: str) -> Princip
 
 
 def _trusted_peer(settings: ConsoleSettings, conn: HTTPConnection) -> bool:
-    host = conn.client.host if conn.client else None
-    try:
-        address = ipaddress.ip_address(host or "")
-    except ValueError:
-        return False
-    return any(address in network for network in settings.trusted_proxies)
+    return peer_in(conn, settings.trusted_proxies)
 
 
 def current_principal(settings: ConsoleSettings, conn: HTTPConnection) -> Principal | None:

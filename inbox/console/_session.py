@@ -8,8 +8,11 @@ the signed payload, and every request that uses the session moves it forward.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import time
+from collections.abc import Sequence
+from ipaddress import IPv4Network, IPv6Network
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -17,7 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["SECURITY_HEADERS", "Session", "SessionMiddleware", "session_of"]
+__all__ = ["SECURITY_HEADERS", "Session", "SessionMiddleware", "peer_in", "session_of"]
 
 COOKIE = "inbox_console"
 
@@ -58,6 +61,15 @@ class Session:
         self.data = {"csrf": secrets.token_urlsafe(32)}
 
 
+def peer_in(conn: HTTPConnection, networks: Sequence[IPv4Network | IPv6Network]) -> bool:
+    """Whether the connecting peer's address is in one of ``networks``."""
+    try:
+        address = ipaddress.ip_address(conn.client.host if conn.client else "")
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
+
+
 def session_of(conn: HTTPConnection) -> Session:
     session = conn.scope.get("inbox.console.session")
     assert isinstance(session, Session), "SessionMiddleware is not installed"
@@ -69,8 +81,16 @@ class SessionMiddleware:
     security headers. The cookie is HttpOnly, SameSite=Strict, scoped to the console's
     path, and Secure whenever the request came over https."""
 
-    def __init__(self, app: ASGIApp, *, secret_key: str, idle_seconds: float) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        secret_key: str,
+        idle_seconds: float,
+        trusted_proxies: Sequence[IPv4Network | IPv6Network] = (),
+    ) -> None:
         self.app = app
+        self.trusted_proxies = tuple(trusted_proxies)
         self.idle_seconds = idle_seconds
         self.serializer = URLSafeSerializer(secret_key, salt="pg-inbox console session")
 
@@ -88,6 +108,14 @@ class SessionMiddleware:
             return {}  # idle too long: signed out (a new CSRF token comes with the new one)
         return data
 
+    def _https(self, conn: HTTPConnection) -> bool:
+        """Over https: directly, or as a trusted proxy that ended TLS says (X-Forwarded-Proto
+        is believed from ``trusted_proxies`` only, like the trusted header)."""
+        if conn.url.scheme == "https":
+            return True
+        forwarded = conn.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+        return forwarded == "https" and peer_in(conn, self.trusted_proxies)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -96,7 +124,7 @@ class SessionMiddleware:
         session = Session(self._load(conn.cookies.get(COOKIE)))
         scope["inbox.console.session"] = session
         path = scope.get("root_path") or "/"
-        secure = scope.get("scheme") == "https"
+        secure = self._https(conn)
 
         async def send_with_session(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -130,6 +130,11 @@ def test_session_cookie_attributes(client: TestClient, seeded_db: Seeded) -> Non
     app = create_app(make_settings(), dsn=seeded_db.url)
     with TestClient(app, base_url="https://console.test") as https:
         assert "Secure" in https.get("/login").headers["set-cookie"]
+    ended_tls = {"X-Forwarded-Proto": "https"}
+    with TestClient(app, client=(TRUSTED_PROXY, 443)) as proxied:
+        assert "Secure" in proxied.get("/login", headers=ended_tls).headers["set-cookie"]
+    with TestClient(app, client=("192.0.2.9", 443)) as direct:  # not a proxy: not believed
+        assert "Secure" not in direct.get("/login", headers=ended_tls).headers["set-cookie"]
 
 
 def test_an_idle_session_expires(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
