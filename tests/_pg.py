@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from inbox import _migrate
+from tests._wait import wait_for
 
 
 def with_dbname(conninfo: str, dbname: str) -> str:
@@ -76,12 +77,34 @@ def create_database(server: str, name: str, template: str | None = None) -> str:
         if template is None:
             conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
         else:
-            conn.execute(
-                sql.SQL("create database {} template {}").format(
-                    sql.Identifier(name), sql.Identifier(template)
-                )
-            )
+            _clone(conn, name, template)
     return with_dbname(server, name)
+
+
+def _clone(conn: psycopg.Connection[tuple[object, ...]], name: str, template: str) -> None:
+    """``create database NAME template TEMPLATE``, once the template has no sessions.
+
+    A client that just closed its connections to the template (a seeding writer, a worker)
+    leaves backends that exit a moment later; until they have, PostgreSQL refuses the copy
+    (ObjectInUse). The clone waits for them, not for a length of time.
+    """
+    statement = sql.SQL("create database {} template {}").format(
+        sql.Identifier(name), sql.Identifier(template)
+    )
+
+    def template_idle() -> bool:
+        row = conn.execute(
+            "select count(*) from pg_stat_activity where datname = %s", [template]
+        ).fetchone()
+        return row == (0,)
+
+    for _ in range(5):
+        try:
+            conn.execute(statement)
+            return
+        except psycopg.errors.ObjectInUse:
+            wait_for(template_idle, timeout=30, what=f"the sessions on {template} to end")
+    conn.execute(statement)
 
 
 def drop_database(server: str, name: str) -> None:

@@ -1,0 +1,283 @@
+"""The console in a real browser: the operator's story of issue 10, end to end.
+
+A provider says it delivered ``evt_123`` three times (tests/console/_seed.py). The operator
+signs in, searches the key alone, opens the event, sees the three deliveries (one body
+differs) and both attempts (the first failed, with its error), replays it after a dry run
+with a reason, and finds the run in the audit under their name. A viewer then sees no replay
+button, and a replay POST forged from the viewer's own page (with the viewer's valid CSRF
+token) is refused with 403.
+
+Every page visited is saved as a screenshot with a stable name; with
+``INBOX_CONSOLE_SCREENSHOTS=docs/console`` the run regenerates docs/console/*.png.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.common.by import By
+
+from inbox.console._passwords import hash_password
+from tests._wait import scalar
+from tests.console._browser import (
+    LiveServer,
+    Screenshots,
+    chromium,
+    click_and_load,
+    find,
+    free_port,
+    screenshots,
+    serve,
+)
+from tests.console._seed import XSS, Seeded
+from tests.console._seed import router as seed_router
+from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
+from tests.processors._support import run_worker_until, settings
+
+pytestmark = pytest.mark.slow
+
+REASON = "INC-42: the invoice handler's amount check is fixed; re-run evt_123"
+
+
+# --- the console: `inbox console` in its own process -----------------------------------
+
+
+def _config(path: Path) -> Path:
+    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
+    users = "".join(
+        f"""
+[[console.users]]
+name = "{name}"
+role = "{role}"
+password_hash = "{hash_password(password, n=2**10)}"
+"""
+        for (name, password), role in ((OPERATOR, "operator"), (VIEWER, "viewer"))
+    )
+    path.write_text(
+        f"""
+[console]
+secret_key = "{SECRET_KEY}"
+{users}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
+    """``inbox console`` on a free port, serving the seeded inbox."""
+    port = free_port()
+    argv = [sys.executable, "-m", "inbox", "--config", str(_config(tmp_path / "inbox.toml"))]
+    yield from serve(
+        [*argv, "console", "--host", "127.0.0.1", "--port", str(port)],
+        tmp_path / "console.log",
+        port=port,
+        env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
+    )
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Screenshots:
+    return screenshots(tmp_path)
+
+
+# --- the story ------------------------------------------------------------------------
+
+
+def sign_in(driver: webdriver.Chrome, base: str, name: str, password: str) -> None:
+    driver.get(base + "/login")
+    form = find(driver, "form#login")
+    form.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(name)
+    form.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(password)
+    click_and_load(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+    assert find(driver, "#whoami").text.startswith(name)
+
+
+def sign_out(driver: webdriver.Chrome) -> None:
+    click_and_load(driver, find(driver, "form#logout button"))
+    find(driver, "form#login")
+
+
+def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome, shots: Screenshots
+) -> None:
+    base = console.base_url + "/console"
+    event = seeded_db.key_event
+
+    browser.get(base + "/")
+    find(browser, "form#login")  # no anonymous page
+    shots.take(browser, "login")
+
+    sign_in(browser, base, *OPERATOR)
+    assert find(browser, "table#sources")
+    shots.take(browser, "overview")
+
+    click_and_load(browser, find(browser, "header nav a[href$='/events']"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#events tr.event")
+    assert len(rows) == 50  # the first page; more behind the next-page link
+    assert rows[0].find_element(By.CSS_SELECTOR, "a.event-link").text == str(seeded_db.pending_id)
+    assert find(browser, "a#next-page")
+    shots.take(browser, "events", whole_page=False)
+
+    # A key two sources share: the search lists both.
+    search_for(browser, seeded_db.shared_key)
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#events tr.event")
+    assert sorted(int(r.find_element(By.CSS_SELECTOR, "a.event-link").text) for r in rows) == (
+        sorted(seeded_db.shared_key_ids)
+    )
+    shots.take(browser, "search")
+
+    # The provider's key alone: one match, so it opens the event.
+    search_for(browser, seeded_db.key)
+    assert seeded_db.key in find(browser, "#event-meta").text
+    assert browser.current_url.endswith(f"/events/{event}")
+    deliveries = browser.find_elements(By.CSS_SELECTOR, "section#deliveries .delivery")
+    assert len(deliveries) == 3, [d.text for d in deliveries]
+    assert "original" in deliveries[0].text
+    assert [("differs" in d.get_attribute("class").split()) for d in deliveries] == [
+        False, False, True
+    ]  # fmt: skip
+    attempts = browser.find_elements(By.CSS_SELECTOR, "section#attempts tr.attempt")
+    assert len(attempts) == 2, [a.text for a in attempts]
+    assert "failed" in attempts[0].text
+    assert "processed" in attempts[1].text
+    error = attempts[0].find_element(By.CSS_SELECTOR, ".attempt-error").text
+    assert "card_declined: amount 4200 does not match the invoice" in error
+    assert '"amount": 4200' in find(browser, "#body").text
+    shots.take(browser, "event")
+
+    # Replay just this event: the dry run first.
+    click_and_load(browser, find(browser, "form#replay-event button[type=submit]"))
+    preview = find(browser, "#replay-preview")
+    assert find(browser, "#replay-count").text.strip() == "1"
+    assert find(browser, "#replay-processed").text.strip() == "1", preview.text
+    confirm = find(browser, "form#replay-confirm")
+    included = confirm.find_elements(By.CSS_SELECTOR, "input[name=include_processed]")
+    assert included, "the processed event needs an explicit include_processed checkbox"
+    if not included[0].is_selected():
+        included[0].click()
+    confirm.find_element(By.CSS_SELECTOR, "[name=reason]").send_keys(REASON)
+    shots.take(browser, "replay-preview")
+    click_and_load(browser, find(browser, "button#replay-start"))
+
+    find(browser, "#replay-run")
+    match = re.search(r"/replay/runs/(\d+)$", browser.current_url)
+    assert match, browser.current_url
+    run_id = int(match.group(1))
+    assert run_progress(browser) == {"processed": 0, "failed": 0, "pending": 1}
+    assert OPERATOR[0] in find(browser, ".run-who").text
+
+    # A worker takes the replayed event; the run's page then shows it processed.
+    queued = f"select count(*) from inbox_work where replay_id = {run_id}"
+    run_worker_until(
+        seeded_db.url,
+        seed_router,
+        lambda: scalar(seeded_db.url, queued) == 0,
+        worker_settings=settings(max_attempts=3),
+        what="the replayed event to settle",
+    )
+    browser.refresh()
+    progress = run_progress(browser)
+    assert progress["pending"] == 0, progress
+    assert progress["processed"] == 1, progress
+    shots.take(browser, "replay-run")
+
+    click_and_load(browser, find(browser, "header nav a[href$='/audit']"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#audit tr.audit-row")
+    mine = [r for r in rows if REASON in r.find_element(By.CSS_SELECTOR, ".audit-reason").text]
+    assert len(mine) == 1, [r.text for r in rows]
+    assert OPERATOR[0] in mine[0].find_element(By.CSS_SELECTOR, ".audit-who").text
+    assert "replay" in mine[0].find_element(By.CSS_SELECTOR, ".audit-kind").text.lower()
+    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
+    shots.take(browser, "audit")
+
+    # Markup from the database is text in a real browser too: shown, never run.
+    browser.get(f"{base}/events/{seeded_db.xss_event}")
+    assert find(browser, "#event-meta .key").text == XSS
+    assert XSS in find(browser, "section#attempts .attempt-error").text
+    assert browser.execute_script("return document.querySelectorAll('main script').length") == 0
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.accept()
+
+    click_and_load(browser, find(browser, "header nav a[href$='/dead']"))
+    dead = browser.find_elements(By.CSS_SELECTOR, "table#dead input[name=ids]")
+    assert len(dead) == scalar(
+        seeded_db.url, "select count(*) from inbox_work where state = 'dead'"
+    )
+    assert find(browser, "form#dead-retry [name=reason]")
+    shots.take(browser, "dead")
+
+    sign_out(browser)
+
+    # The viewer: the same event, no replay button, and a forged replay refused.
+    sign_in(browser, base, *VIEWER)
+    browser.get(f"{base}/events/{event}")
+    find(browser, "#event-meta")
+    assert browser.find_elements(By.CSS_SELECTOR, "form#replay-event") == []
+    assert forged_replay(browser, base, event) == 403
+    # Refused for the role, not for the token: the viewer's CSRF token was valid.
+    assert "operator" in find(browser, "#forbidden").text
+    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
+    shots.take(browser, "forbidden")
+
+
+def run_progress(driver: webdriver.Chrome) -> dict[str, int]:
+    """The run page's counts, read in one script: the page's live refresh swaps <main>
+    every few seconds, and one script runs between two swaps, never across one."""
+    find(driver, "#replay-run")
+    counts = driver.execute_script(
+        "return ['processed', 'failed', 'pending'].map("
+        "n => document.getElementById('run-' + n).textContent.trim())"
+    )
+    return dict(zip(("processed", "failed", "pending"), map(int, counts), strict=True))
+
+
+def search_for(driver: webdriver.Chrome, text: str) -> None:
+    """Type ``text`` in the header's search box and submit it."""
+    box = find(driver, "form#search input[name=q]")
+    box.clear()
+    box.send_keys(text)
+    click_and_load(driver, find(driver, "form#search button[type=submit]"))
+
+
+def forged_replay(driver: webdriver.Chrome, base: str, event: int) -> int:
+    """POST a replay from the viewer's own page, with the viewer's own CSRF token; the
+    status the server answered (read from the Performance API)."""
+    token = find(driver, "form#logout input[name=csrf]")
+    driver.execute_script(
+        """
+        const form = document.createElement('form');
+        form.method = 'post';
+        form.action = arguments[0];
+        for (const [name, value] of Object.entries(arguments[1])) {
+            const input = document.createElement('input');
+            input.type = 'hidden'; input.name = name; input.value = value;
+            form.appendChild(input);
+        }
+        document.body.appendChild(form);
+        form.submit();
+        """,
+        base + "/replay",
+        {
+            "csrf": token.get_attribute("value"),
+            "ids": str(event),
+            "reason": "forged by a viewer",
+            "include_processed": "1",
+        },
+    )
+    find(driver, "#forbidden")
+    return int(
+        driver.execute_script("return performance.getEntriesByType('navigation')[0].responseStatus")
+    )
