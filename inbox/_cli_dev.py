@@ -117,11 +117,18 @@ def _start_worker(plan: _Plan, args: argparse.Namespace, url: str) -> subprocess
 
 def _dev_app(settings: Settings, url: str) -> tuple[Any, list[tuple[str, str]]]:
     """The ASGI app ``inbox dev`` serves, and the banner lines of what it mounts besides the
-    receiver: ``(label, path)``. This is the one place where more apps (the operator
+    receiver: ``(label, text)``. This is the one place where more apps (the operator
     console) are mounted into ``inbox dev``."""
     from inbox._asgi import create_app
 
-    return create_app(settings, dsn=url), []
+    receiver = create_app(settings, dsn=url)
+    try:
+        from inbox.console import mount_for_dev
+    except ImportError:  # a light install: the receiver and worker still run
+        return receiver, [("console", "needs the console extra: pip install 'pg-inbox[console]'")]
+    app, login_path = mount_for_dev(settings, url, receiver)
+    base = f"http://{settings.receiver.host}:{settings.receiver.port}"
+    return app, [("console", f"{base}{login_path}   (one-time sign-in link, as operator)")]
 
 
 def _banner(plan: _Plan, url: str, extra: list[tuple[str, str]]) -> str:
@@ -136,7 +143,7 @@ def _banner(plan: _Plan, url: str, extra: list[tuple[str, str]]) -> str:
         "pg-inbox dev is running",
         f"  config     {plan.config}",
         f"  receiver   {base}/webhooks/{{source}}   (health: /healthz, /metrics)",
-        *(f"  {label:<10} {base}{path}" for label, path in extra),
+        *(f"  {label:<10} {text}" for label, text in extra),
         f"  database   {url}",
         f"  handlers   {plan.router}   (from {plan.router_origin})",
         f"  sources    {', '.join(names) or '(none configured: add [[sources]] to the config)'}",
@@ -149,6 +156,9 @@ def _banner(plan: _Plan, url: str, extra: list[tuple[str, str]]) -> str:
         f"  {inbox} send {first}",
         "then see what happened to it (other commands find this server by themselves):",
         f"  {inbox} events list",
+        f"  (one event in full: {inbox} events show ID"
+        + ("; or the console above)" if any(label == "console" for label, _ in extra) else ")"),
+        "the worker logs a batch_processed line below for each batch of events it handled",
         f"Ctrl-C stops everything; the data stays in {settings.database.data_dir}",
         "",
     ]

@@ -168,6 +168,17 @@ def test_dev_in_an_empty_folder_runs_the_demo_and_its_banner_commands_work(
         assert sent.returncode == 0, sent.stdout + sent.stderr
         assert "HTTP 200" in sent.stdout
 
+        # The console is mounted, and its one-time link signs the user in.
+        link = re.search(r"^  console +(http://\S+/login/token/\S+)", banner, re.MULTILINE)
+        assert link is not None, banner
+        with httpx.Client(follow_redirects=False) as client:
+            signed_in = client.get(link.group(1))
+            assert signed_in.status_code == 303, signed_in.text
+            overview = client.get(link.group(1).split("/login/")[0] + "/")
+            assert overview.status_code == 200
+            assert 'id="whoami"' in overview.text
+            assert client.get(link.group(1)).status_code != 303  # one time only
+
         look, _ = _banner_command(banner, "then see what happened")
         seen: list[subprocess.CompletedProcess[str]] = []
 
