@@ -16,7 +16,7 @@ from inbox._errors import (
     RefusedError,
     VerificationError,
 )
-from inbox._lazy import load_lazily
+from inbox._lazy import load_lazily, own_exports
 from inbox._settings import Settings, SourceSettings, load_settings
 from inbox._write_plan import WriteResult
 from inbox._writer import InboxWriter
@@ -62,3 +62,5 @@ __all__ = [
     "create_app",
     "load_settings",
 ]
+
+own_exports(globals())

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from processors._errors import ProcessingError
 from processors._event import Retry
 
 __all__ = ["Claimed", "Decision", "Policy", "backoff_seconds", "decide"]
@@ -55,16 +56,16 @@ class Decision:
     replay_id: int | None
 
 
-class HandlerTimeoutError(Exception):
+class HandlerTimeoutError(ProcessingError):
     """The handler did not finish within its deadline."""
 
 
-class HandlerLeftTransactionAbortedError(Exception):
+class HandlerLeftTransactionAbortedError(ProcessingError):
     """The handler returned normally after one of its statements failed: the transaction is
     aborted, so nothing it wrote can commit."""
 
 
-class NoRouteError(Exception):
+class NoRouteError(ProcessingError):
     """No handler is routed for the event (with ``unrouted = "fail"``)."""
 
 

@@ -22,6 +22,7 @@ import structlog
 from inbox._settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
 from processors._decide import Policy
+from processors._errors import ProcessingError
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
@@ -46,7 +47,7 @@ ConnectionTriple = tuple[
 ]
 
 
-class CommitOutcomeUnknownError(Exception):
+class CommitOutcomeUnknownError(ProcessingError):
     def __init__(self, event_ids: list[int]) -> None:
         self.event_ids = event_ids
         super().__init__(f"connection lost during COMMIT of {len(event_ids)} events")
