@@ -12,6 +12,7 @@ BENCHMARKS = {
     "receiver_load": "receiver_load",
     "processing": "processing",
     "storm": "storm",
+    "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 
 

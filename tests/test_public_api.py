@@ -1,4 +1,4 @@
-"""The exported names are the documented contract (DESIGN.md); the layering holds."""
+"""The exported names are the documented contract (the README); the layering holds."""
 
 from __future__ import annotations
 
