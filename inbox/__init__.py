@@ -17,7 +17,7 @@ from inbox._errors import (
     ReplayNotFoundError,
     VerificationError,
 )
-from inbox._lazy import load_lazily
+from inbox._lazy import load_lazily, own_exports
 from inbox._settings import Settings, SourceSettings, load_settings
 from inbox._write_plan import WriteResult
 from inbox._writer import InboxWriter
@@ -64,3 +64,5 @@ __all__ = [
     "create_app",
     "load_settings",
 ]
+
+own_exports(globals())
