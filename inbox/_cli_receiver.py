@@ -66,6 +66,9 @@ def run_receiver(app: Any, host: str, port: int) -> None:
         access_log=False,
         log_config=None,  # the CLI configured logging already; uvicorn must not redo it
         server_header=False,
+        # The console's trusted header is honoured by the connecting peer's address; uvicorn's
+        # X-Forwarded-For rewriting would let any local client claim another address.
+        proxy_headers=False,
     )
     # The writer reports an unreachable database itself, once per interval and with the
     # fix; the pool's own warning for every reconnection attempt would bury it.

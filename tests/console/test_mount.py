@@ -140,7 +140,12 @@ def test_served_by_the_command_line(
 ) -> None:
     """``inbox serve`` with ``[console] enabled`` and ``inbox console``: the console answers
     at /console, and SIGTERM stops the server cleanly (the pool closed)."""
-    env = {"INBOX_CONSOLE__ENABLED": "true", "INBOX_CONSOLE__SECRET_KEY": "k" * 32}
+    env = {
+        "INBOX_CONSOLE__ENABLED": "true",
+        "INBOX_CONSOLE__SECRET_KEY": "k" * 32,
+        "INBOX_CONSOLE__TRUSTED_HEADER": "X-Forwarded-User",
+        "INBOX_CONSOLE__TRUSTED_PROXIES": '["127.0.0.1/32"]',
+    }
     process = _serving(command, seeded_db.url, unused_tcp_port, env)
     base = f"http://127.0.0.1:{unused_tcp_port}"
     try:
@@ -148,6 +153,15 @@ def test_served_by_the_command_line(
         login = httpx.get(f"{base}/console/login")
         assert 'form id="login"' in login.text
         assert login.headers["x-frame-options"] == "DENY"
+        # The SSO proxy (127.0.0.1) names the user; the X-Forwarded-For it adds must not
+        # turn the peer into an untrusted address (the server keeps the real peer).
+        sso = httpx.get(
+            f"{base}/console/",
+            headers={"X-Forwarded-User": OPERATOR[0], "X-Forwarded-For": "203.0.113.9"},
+        )
+        assert sso.status_code == 200
+        assert OPERATOR[0] in sso.text
+        assert 'id="whoami"' in sso.text
         if command == ["serve"]:
             assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
         else:
