@@ -10,6 +10,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -56,8 +57,11 @@ class Dev:
     """A running `inbox dev` and its output."""
 
     def __init__(self, cwd: Path, env: dict[str, str], *args: str) -> None:
-        self.log_path = cwd / "dev.log"
-        self._out: IO[str] = self.log_path.open("w+")
+        # The output goes to a temporary file, never into cwd (the repository, for one test).
+        self._out: IO[str] = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
+            "w+", prefix="inbox-dev-", suffix=".log"
+        )
+        self.log_path = Path(self._out.name)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "inbox", *args, "dev"],
             cwd=cwd,
