@@ -91,6 +91,11 @@ class DatabaseSettings(_Section):
     """Where PostgreSQL is. With no ``url``, the embedded server is started in ``data_dir``."""
 
     url: str | None = None
+    # One login role per part (docs/security.md); each falls back to `url`.
+    receiver_url: str | None = None
+    worker_url: str | None = None
+    operator_url: str | None = None
+    retention_url: str | None = None
     data_dir: Path = Path(".inbox")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
@@ -101,7 +106,7 @@ class DatabaseSettings(_Section):
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
     notify_interval_seconds: float = Field(default=0.01, ge=0)
 
-    @field_validator("url")
+    @field_validator("url", "receiver_url", "worker_url", "operator_url", "retention_url")
     @classmethod
     def _valid_url(cls, value: str | None) -> str | None:
         # Checked here, without connecting, so a typo is a one-line settings error naming

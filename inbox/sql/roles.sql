@@ -68,3 +68,18 @@ grant usage on sequence {schema}.inbox_replays_id_seq to {operator}
 -- Nothing but the audited functions: they read and delete as the owner.
 grant execute on function {schema}.inbox_prune(float8, text, text), {schema}.inbox_prune_preview(float8)
     to {retention}
+
+-- name: missing_privileges
+-- Which of a part's needs the connected role lacks, checked when the part starts so a
+-- missing grant is a refusal to start, not a failure at the first webhook. Column needs
+-- are checked per column: the receiver is granted columns, never whole tables.
+select n.kind, n.object, n.column_name, n.privilege, current_user::text
+from unnest(%(kinds)s::text[], %(objects)s::text[], %(columns)s::text[], %(privileges)s::text[])
+    with ordinality as n(kind, object, column_name, privilege, i)
+where not case n.kind
+    when 'table' then has_table_privilege(n.object, n.privilege)
+    when 'column' then has_column_privilege(n.object, n.column_name, n.privilege)
+    when 'sequence' then has_sequence_privilege(n.object, n.privilege)
+    else has_function_privilege(n.object, n.privilege)
+end
+order by n.i
