@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_parser("current", help="show the database's revision").set_defaults(handler=_db_current)
     from inbox._cli_security import register as register_security
 
-    register_security(db)
+    register_security(commands, db)
 
     from inbox._cli_dev import register as register_dev
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 import psycopg
@@ -38,7 +39,31 @@ def _roles(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def register(db: Any) -> None:
+def _config_check(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox._secrets import config_report
+    from inbox._source_config import source_verifier
+
+    for source in settings.sources:
+        source_verifier(source)  # a source that cannot verify is a ConfigError, exit 2
+    where = settings.config_file or "no config file"
+    print(f"effective configuration ({where}; secrets redacted):")
+    for name, value, origin in config_report(settings.model_dump(), settings.config_file):
+        print(f"  {name} = {json.dumps(value, default=str)}  [{origin}]")
+    for source in settings.sources:
+        print(f"  sources.{source.name}: {len(source.secret_values())} active secret(s)")
+    print("configuration OK")
+    return 0
+
+
+def register(commands: Any, db: Any) -> None:
+    config = commands.add_parser("config", help="inspect the configuration").add_subparsers(
+        dest="config_command", required=True, metavar="ACTION"
+    )
+    config.add_parser(
+        "check",
+        help="validate the configuration and print it, secrets redacted, with each value's origin",
+    ).set_defaults(handler=_config_check)
+
     roles = db.add_parser(
         "roles",
         help="create the least-privilege group roles and their grants (idempotent)",

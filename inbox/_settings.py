@@ -137,6 +137,8 @@ class SourceSettings(_Section):
     verifier: VerifierName
     secrets: list[SecretStr] = Field(default_factory=list)
     secrets_env: str | None = None
+    # A mounted secret (docs/security.md): one per line, or comma-separated.
+    secrets_file: Path | None = None
     public_keys: list[str] | dict[str, str] = Field(default_factory=list)
     tolerance_seconds: int = Field(default=300, ge=0)
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
@@ -163,11 +165,16 @@ class SourceSettings(_Section):
         return value
 
     def secret_values(self) -> list[str]:
-        """The active secrets: those in the file, then a comma-separated ``secrets_env``."""
+        """The active secrets: those in the file, then a comma-separated ``secrets_env``,
+        then those of ``secrets_file``."""
         values = [s.get_secret_value() for s in self.secrets]
         if self.secrets_env:
             from_env = os.environ.get(self.secrets_env, "")
             values.extend(v.strip() for v in from_env.split(",") if v.strip())
+        if self.secrets_file:
+            from inbox._secrets import read_secrets_file
+
+            values.extend(read_secrets_file(self.secrets_file, self.name))
         return values
 
     def private_key_value(self) -> str | None:
