@@ -8,12 +8,15 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import psycopg
+import structlog
 
 from inbox._db import translate_driver_errors
-from inbox._errors import ConfigError
+from inbox._errors import ConfigError, DatabaseUnavailableError
 from inbox._sql import load_queries
 
 __all__ = ["NEEDS", "Need", "missing_privileges", "require_privileges"]
+
+log = structlog.get_logger("inbox.privileges")
 
 
 class Need(NamedTuple):
@@ -106,11 +109,19 @@ def missing_privileges(conn: psycopg.Connection[Any], part: str) -> tuple[str, l
 
 def require_privileges(url: str, part: str, command: str, *, prefix: str = "inbox") -> None:
     """Refuse to start ``command`` when its role lacks any of ``part``'s needs."""
-    with (
-        translate_driver_errors(f"{command}: checking the {part}'s privileges"),
-        psycopg.connect(url, application_name=f"pg-inbox {part} check") as conn,
-    ):
-        role, missing = missing_privileges(conn, part)
+    try:
+        with (
+            translate_driver_errors(f"{command}: checking the {part}'s privileges"),
+            psycopg.connect(
+                url, application_name=f"pg-inbox {part} check", connect_timeout=5
+            ) as conn,
+        ):
+            role, missing = missing_privileges(conn, part)
+    except DatabaseUnavailableError as exc:
+        # A part starts through an outage (the receiver answers 503 until the database is
+        # back): an unreachable database is not a reason to refuse, only to skip the check.
+        log.warning("privileges_unchecked", part=part, error=str(exc))
+        return
     if not missing:
         return
     quoted = '"' + role.replace('"', '""') + '"'
