@@ -84,3 +84,59 @@ def test_operator_commands_use_the_operator_url_and_prune_the_retention_url(
     assert pruned.returncode == 0, pruned.stderr
     with psycopg.connect(db_url) as conn:
         assert conn.execute("select events_deleted from inbox_prunes").fetchall() == [(1,)]
+
+
+def _serve_config(folder: Path, database: str, port: int) -> Path:
+    """A config of one open source, served on ``port``, with ``database`` settings."""
+    config = folder / "inbox.toml"
+    source = 'name = "open"\nverifier = "none"\nkey_from = "body-sha256"'
+    config.write_text(
+        f"[database]\n{database}\n[receiver]\nport = {port}\n[[sources]]\n{source}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_serve_with_a_role_that_cannot_append_refuses_to_start(
+    tmp_path: Path, db_url: str, roles: Roles, unused_tcp_port: int
+) -> None:
+    database = f'url = "{db_url}"\nreceiver_url = "{roles.url("worker")}"'
+    config = _serve_config(tmp_path, database, unused_tcp_port)
+    result = _inbox({}, "--config", str(config), "serve")
+    assert result.returncode == 2, result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("inbox: error:")]
+    login = roles.login("worker")
+    assert f'inbox serve: the database role "{login}" lacks INSERT on inbox_events' in line
+    assert f'GRANT inbox_receiver TO "{login}"' in line
+
+
+def test_serve_as_the_receiver_role_starts(
+    tmp_path: Path, roles: Roles, unused_tcp_port: int
+) -> None:
+    """The check passes for the receiver role: the process is still serving after it."""
+    import httpx
+
+    from tests._wait import wait_for
+
+    config = _serve_config(tmp_path, f'url = "{roles.url("receiver")}"', unused_tcp_port)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "inbox", "--config", str(config), "serve"],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{unused_tcp_port}"
+
+    def accepted() -> bool:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            reply = httpx.post(base + "/webhooks/open", content=b'{"a": 1}', timeout=5)
+        except httpx.TransportError:
+            return False
+        return reply.status_code == 200
+
+    try:
+        wait_for(accepted, timeout=30, what="the receiver to accept a webhook")
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
