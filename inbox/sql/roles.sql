@@ -22,11 +22,13 @@ end
 $$
 
 -- name: reset
-revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts, {schema}.inbox_deliveries, {schema}.inbox_claims,
-              {schema}.inbox_replays, {schema}.inbox_prunes
+revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
+              {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
+              {schema}.inbox_prunes
     from {receiver}, {worker}, {operator}, {retention};
-revoke all on function {schema}.inbox_prune(float8, text, text), {schema}.inbox_prune_preview(float8)
-    from {receiver}, {worker}, {operator}
+revoke all on function {schema}.inbox_prune(float8, text, text),
+                       {schema}.inbox_prune_preview(float8)
+    from {receiver}, {worker}, {operator}, {retention}
 
 -- name: schema
 -- The owner creates the schema's objects (it runs the migrations); the others only use
@@ -57,8 +59,9 @@ grant insert on {schema}.inbox_attempts to {worker}
 -- name: operator
 -- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
 -- (its id drawn first from the identity's sequence, hence the usage).
-grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts, {schema}.inbox_deliveries, {schema}.inbox_claims,
-                {schema}.inbox_replays, {schema}.inbox_prunes to {operator};
+grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
+                {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
+                {schema}.inbox_prunes to {operator};
 grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id)
     on {schema}.inbox_work to {operator};
 grant insert on {schema}.inbox_replays to {operator};
@@ -66,7 +69,8 @@ grant usage on sequence {schema}.inbox_replays_id_seq to {operator}
 
 -- name: retention
 -- Nothing but the audited functions: they read and delete as the owner.
-grant execute on function {schema}.inbox_prune(float8, text, text), {schema}.inbox_prune_preview(float8)
+grant execute on function {schema}.inbox_prune(float8, text, text),
+                          {schema}.inbox_prune_preview(float8)
     to {retention}
 
 -- name: missing_privileges

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 from starlette.testclient import TestClient
 
-from inbox import Settings, create_app
+from inbox import Settings, create_app, queries
 from processors import Event, Router
 from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings, write_events
@@ -75,3 +76,26 @@ def test_the_workers_path_works_as_the_worker_role(db_url: str, roles: Roles) ->
             (later, 2, "processed"),
         ]
     )
+
+
+def test_replays_and_dead_letter_retries_work_as_the_operator_role(
+    db_url: str, roles: Roles
+) -> None:
+    [done, dead] = write_events(roles.url("receiver"), 2)
+    with psycopg.connect(db_url) as conn:  # one settled, one dead-lettered, as a worker would
+        conn.execute("delete from inbox_work where event_id = %s", [done])
+        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [dead])
+    operator = roles.url("operator")
+    replayed = queries.replay(operator, reason="audit asked", ids=[done], actor="olga")
+    retried = queries.retry_dead(operator, reason="card network fixed", actor="olga")
+    assert (replayed.queued, retried.queued) == (1, 1)
+    with psycopg.connect(db_url) as conn:
+        runs = conn.execute("select kind, created_by, queued from inbox_replays order by id")
+        assert runs.fetchall() == [("replay", "olga", 1), ("dead-retry", "olga", 1)]
+        pending = conn.execute("select count(*) from inbox_work where state = 'pending'")
+        assert pending.fetchone() == (2,)
+    with (
+        psycopg.connect(operator) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("delete from inbox_work")
