@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("revision")
     down.set_defaults(handler=_db_downgrade)
     db.add_parser("current", help="show the database's revision").set_defaults(handler=_db_current)
+    from inbox._cli_security import register as register_security
+
+    register_security(commands, db)
 
     from inbox._cli_dev import register as register_dev
 

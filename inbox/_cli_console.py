@@ -73,11 +73,13 @@ def console_app(settings: Settings, url: str) -> Any:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from inbox._privileges import require_privileges
     from inbox._runtime import database_url
 
     host = args.host or settings.console.host
     port = settings.console.port if args.port is None else args.port
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
+        require_privileges(url, "operator", "inbox console")
         app = console_app(settings, url)
         print(
             f"pg-inbox console on http://{host}:{port}{settings.console.base_path}/",

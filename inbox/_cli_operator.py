@@ -41,7 +41,7 @@ def _duration(text: str) -> timedelta:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
         st = queries.status(
             url,
             max_age=args.max_age,
@@ -106,7 +106,7 @@ def _render_status(st: Status) -> str:
 
 
 def _events_list(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
         page = queries.events(url, filter_from_args(args), limit=args.limit, before=args.before)
     if args.json:
         print_json(page.to_json())
@@ -118,7 +118,7 @@ def _events_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _events_show(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
         detail = queries.event(url, args.ref, redact=settings.receiver.redact_headers)
     if args.json:
         print_json(detail.to_json())
@@ -223,7 +223,7 @@ def _body_text(e: EventDetail) -> str:
 
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     minimum = timedelta(days=settings.retention.minimum_days)
-    with database_url(settings) as url:
+    with database_url(settings, part="retention") as url:
         preview = queries.prune(url, args.older_than, minimum=minimum, dry_run=True)
         result = preview
         question = (

@@ -21,6 +21,7 @@ from inbox._cli_common import http_url, port, positive_seconds
 from inbox._devenv import with_dev_secrets
 from inbox._errors import ConfigError
 from inbox._extras import require_extra
+from inbox._privileges import require_privileges
 from inbox._runtime import database_url, where_settings_came_from
 from inbox._samples import build_sample
 from inbox._settings import Settings
@@ -39,12 +40,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     require_extra("uvicorn", "server", "inbox serve")  # before anything starts
     host = args.host or settings.receiver.host
     port = settings.receiver.port if args.port is None else args.port
-    with database_url(settings) as url:
+    with database_url(settings, part="receiver") as url:
         app = create_app(settings, dsn=url)  # validates every source before listening
+        require_privileges(url, "receiver", "inbox serve")
         if settings.console.enabled:
             from inbox._cli_console import with_console  # the console extra, only if enabled
 
-            app = with_console(app, settings, url)
+            console_url = settings.database.operator_url or settings.database.url or url
+            require_privileges(console_url, "operator", "inbox serve (the console)")
+            app = with_console(app, settings, console_url)
         log.info(
             "receiver_starting",
             host=host,

@@ -5,7 +5,7 @@ records."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -197,23 +197,17 @@ class LogStore:
 
     # --- retention ----------------------------------------------------------------------
 
-    def prune_preview(self, cutoff: datetime) -> tuple[int, int]:
-        [(deletable, kept)] = self._rows("prune_preview", {"cutoff": cutoff})
-        return int(deletable), int(kept)
+    def prune_preview(self, older_than_seconds: float) -> PruneResult:
+        [(cutoff, deletable, kept)] = self._rows(
+            "prune_preview", {"older_than_seconds": older_than_seconds}
+        )
+        return PruneResult(cutoff, True, int(deletable), int(kept))
 
-    def prune(
-        self, cutoff: datetime, older_than_seconds: float, actor: str, via: str
-    ) -> PruneResult:
-        """Delete through the retention door; the caller's transaction scopes the door."""
-        self._rows("retention_enable", {})
-        [(audit_id, events, deliveries, attempts, kept)] = self._rows(
+    def prune(self, older_than_seconds: float, actor: str, via: str) -> PruneResult:
+        """Delete through the audited function, the only door through the guard."""
+        [(audit_id, cutoff, events, deliveries, attempts, kept)] = self._rows(
             "prune",
-            {
-                "cutoff": cutoff,
-                "older_than_seconds": older_than_seconds,
-                "created_by": actor,
-                "via": via,
-            },
+            {"older_than_seconds": older_than_seconds, "created_by": actor, "via": via},
         )
         return PruneResult(
             cutoff=cutoff,

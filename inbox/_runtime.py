@@ -27,14 +27,21 @@ def where_settings_came_from(settings: Settings) -> str:
 
 
 @contextmanager
-def database_url(settings: Settings, *, embedded: bool = False) -> Iterator[str]:
+def database_url(
+    settings: Settings, *, embedded: bool = False, part: str | None = None
+) -> Iterator[str]:
     """Yield the database's connection string.
 
     The configured URL wins; without one, the server of an ``inbox dev`` running on the same
     data directory is used (and said so on stderr). Only with ``embedded=True`` (``inbox
     dev``) is an embedded server started, and stopped on exit: any other command would
-    silently make a 40 MB cluster wherever it was run.
+    silently make a 40 MB cluster wherever it was run. A ``part`` (receiver, worker,
+    operator, retention) connects with its own ``[database] <part>_url`` when it is set.
     """
+    own = getattr(settings.database, f"{part}_url", None) if part else None
+    if own:
+        yield own
+        return
     if settings.database.url:
         yield settings.database.url
         return

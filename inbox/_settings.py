@@ -91,6 +91,11 @@ class DatabaseSettings(_Section):
     """Where PostgreSQL is. With no ``url``, the embedded server is started in ``data_dir``."""
 
     url: str | None = None
+    # One login role per part (docs/security.md); each falls back to `url`.
+    receiver_url: str | None = None
+    worker_url: str | None = None
+    operator_url: str | None = None
+    retention_url: str | None = None
     data_dir: Path = Path(".inbox")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
@@ -101,7 +106,7 @@ class DatabaseSettings(_Section):
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
     notify_interval_seconds: float = Field(default=0.01, ge=0)
 
-    @field_validator("url")
+    @field_validator("url", "receiver_url", "worker_url", "operator_url", "retention_url")
     @classmethod
     def _valid_url(cls, value: str | None) -> str | None:
         # Checked here, without connecting, so a typo is a one-line settings error naming
@@ -132,6 +137,8 @@ class SourceSettings(_Section):
     verifier: VerifierName
     secrets: list[SecretStr] = Field(default_factory=list)
     secrets_env: str | None = None
+    # A mounted secret (docs/security.md): one per line, or comma-separated.
+    secrets_file: Path | None = None
     public_keys: list[str] | dict[str, str] = Field(default_factory=list)
     tolerance_seconds: int = Field(default=300, ge=0)
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
@@ -158,11 +165,16 @@ class SourceSettings(_Section):
         return value
 
     def secret_values(self) -> list[str]:
-        """The active secrets: those in the file, then a comma-separated ``secrets_env``."""
+        """The active secrets: those in the file, then a comma-separated ``secrets_env``,
+        then those of ``secrets_file``."""
         values = [s.get_secret_value() for s in self.secrets]
         if self.secrets_env:
             from_env = os.environ.get(self.secrets_env, "")
             values.extend(v.strip() for v in from_env.split(",") if v.strip())
+        if self.secrets_file:
+            from inbox._secrets import read_secrets_file
+
+            values.extend(read_secrets_file(self.secrets_file, self.name))
         return values
 
     def private_key_value(self) -> str | None:

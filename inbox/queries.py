@@ -446,13 +446,11 @@ def prune(
         )
     with connection(db, "prune the inbox") as conn:
         store = LogStore(conn)
-        [(now,)] = conn.execute("select now()").fetchall()
-        cutoff = now - older_than
         if dry_run:
-            deletable, kept = store.prune_preview(cutoff)
-            return PruneResult(cutoff, True, deletable, kept)
+            return store.prune_preview(older_than.total_seconds())
         with conn.transaction():
-            result = store.prune(cutoff, older_than.total_seconds(), actor or current_actor(), via)
+            result = store.prune(older_than.total_seconds(), actor or current_actor(), via)
+        cutoff = result.cutoff
     log.info(
         "inbox_pruned",
         cutoff=cutoff.isoformat(),

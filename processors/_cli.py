@@ -17,6 +17,7 @@ import structlog
 from inbox._cli_common import port, positive_int
 from inbox._db import translate_driver_errors
 from inbox._errors import ConfigError, DatabaseUnavailableError, MigrationError
+from inbox._privileges import require_privileges
 from inbox._runtime import database_url
 from inbox._settings import Settings
 from processors._cli_replay import register as register_replay
@@ -132,9 +133,10 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     router = load_router(spec)
     if args.check:
         return 0  # the handlers import: what `inbox dev` asks before it starts anything
-    with database_url(settings) as url:
+    with database_url(settings, part="worker") as url:
         if not _check_schema(url, early):
             return 0  # stopped before it started: nothing was claimed
+        require_privileges(url, "worker", "inbox worker")
         worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
         anyio.run(_serve, worker, args.metrics_port, early)
     return 0

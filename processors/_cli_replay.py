@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
         for bar in bars:
             bar.advance(n)
 
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
         result = replay(
             url,
             reason=args.reason,
@@ -127,7 +127,7 @@ def _dead_retry(args: argparse.Namespace, settings: Settings) -> int:
 
 def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     selection = replace(filter_from_args(args), states=("dead",))
-    with database_url(settings) as url:
+    with database_url(settings, part="operator") as url:
         page = queries.events(url, selection, limit=args.limit, before=args.before)
     if args.json:
         print_json(page.to_json())

@@ -55,23 +55,26 @@ def test_the_body_cannot_be_rewritten_even_by_the_owner(seeded: str) -> None:
     assert row == (b"one",)
 
 
-def test_the_retention_path_may_delete_but_never_update(seeded: str) -> None:
+def test_the_old_setting_no_longer_opens_the_guard(seeded: str) -> None:
     with psycopg.connect(seeded) as conn:
         conn.execute("select set_config('inbox.retention', 'prune', true)")
-        with pytest.raises(psycopg.errors.RaiseException, match="UPDATE is not allowed"):
-            conn.execute("update inbox_events set source = 'x'")
-        conn.rollback()
-        conn.execute("select set_config('inbox.retention', 'prune', true)")
-        conn.execute("delete from inbox_deliveries")
-        conn.execute("delete from inbox_attempts")
+        with pytest.raises(psycopg.errors.RaiseException, match="DELETE is not allowed"):
+            conn.execute("delete from inbox_events")
+
+
+def test_the_prune_function_deletes_and_audits_but_the_door_stays_shut_after(seeded: str) -> None:
+    with psycopg.connect(seeded) as conn:
         conn.execute("delete from inbox_work")
-        conn.execute("delete from inbox_events")
-        conn.commit()
-        # The setting was local to that transaction: the guard is back.
+        row = conn.execute(
+            "select events_deleted, deliveries_deleted, attempts_deleted"
+            " from inbox_prune(-1, 'test', 'api')"
+        ).fetchone()
+        assert row == (1, 1, 1)
+        assert conn.execute("select count(*) from inbox_prunes").fetchone() == (1,)
+        # The door was open for the function's call alone, even within its transaction.
         conn.execute(
             "insert into inbox_events (source, idempotency_key, body, body_sha256)"
             " values ('s', 'k', 'b', sha256('b'))"
         )
-        conn.commit()
         with pytest.raises(psycopg.errors.RaiseException, match="DELETE is not allowed"):
             conn.execute("delete from inbox_events")

@@ -246,53 +246,18 @@ from inbox_deliveries d
 join inbox_events e on e.id = d.event_id
 where d.id = %(delivery_id)s::bigint and d.event_id = %(event_id)s::bigint
 
--- name: retention_enable
--- The one door through the append-only guard, local to this transaction only.
-select set_config('inbox.retention', 'prune', true)
-
 -- name: prune_preview
--- What a prune with this cutoff would remove, and what it keeps because work remains
--- (pending, retrying or dead events are never pruned).
-select count(*) filter (where w.event_id is null) as deletable,
-       count(*) filter (where w.event_id is not null) as kept
-from inbox_events e
-left join inbox_work w on w.event_id = e.id
-where e.received_at < %(cutoff)s::timestamptz
+-- What a prune would remove, and what it keeps because work remains (pending, retrying or
+-- dead events are never pruned). Through a SECURITY DEFINER function (migration 0006), so
+-- the retention role needs no read access to the log.
+select cutoff, deletable, kept
+from inbox_prune_preview(%(older_than_seconds)s::float8)
 
 -- name: prune
--- Removes events older than the cutoff that have no work left, with their deliveries and
--- attempts, and writes the audit row, all in one statement (foreign keys are checked at
--- its end, when the children are gone too). Needs retention_enable in the same transaction.
-with doomed as (
-    select e.id
-    from inbox_events e
-    where e.received_at < %(cutoff)s::timestamptz
-      and not exists (select from inbox_work w where w.event_id = e.id)
-    for update of e
-),
-kept as (
-    select count(*) as n
-    from inbox_events e
-    where e.received_at < %(cutoff)s::timestamptz
-      and exists (select from inbox_work w where w.event_id = e.id)
-),
-deliveries as (
-    delete from inbox_deliveries d using doomed where d.event_id = doomed.id returning 1
-),
-attempts as (
-    delete from inbox_attempts a using doomed where a.event_id = doomed.id returning 1
-),
-events as (
-    delete from inbox_events e using doomed where e.id = doomed.id returning 1
-)
-insert into inbox_prunes
-    (created_by, via, older_than_seconds, cutoff, events_deleted, deliveries_deleted,
-     attempts_deleted, events_kept)
-select %(created_by)s::text, %(via)s::text, %(older_than_seconds)s::float8,
-       %(cutoff)s::timestamptz,
-       (select count(*) from events), (select count(*) from deliveries),
-       (select count(*) from attempts), (select n from kept)
-returning id, events_deleted, deliveries_deleted, attempts_deleted, events_kept
+-- The one door through the append-only guard: inbox_prune (migration 0006) deletes and
+-- writes the audit row in one statement, as the tables' owner.
+select audit_id, cutoff, events_deleted, deliveries_deleted, attempts_deleted, events_kept
+from inbox_prune(%(older_than_seconds)s::float8, %(created_by)s::text, %(via)s::text)
 
 -- name: prunes
 -- The audit trail of retention, newest first.

@@ -1,0 +1,89 @@
+-- Least privilege: the group roles of `inbox db roles` and exactly what each may do.
+-- The role and schema names are identifiers composed in by inbox._roles (psycopg.sql),
+-- written here as {owner}, {receiver}, {worker}, {operator}, {retention}, {schema}; the
+-- role names also appear as literals ({owner_name}, ...) where a DO block needs them.
+-- Every statement is idempotent: re-running it grants nothing new and fails on nothing.
+-- The revokes first make the grants exact: a privilege granted by hand earlier goes.
+
+-- name: create_roles
+-- Group roles without login: a DBA grants one to each login role of a part.
+do $$
+declare
+    wanted text;
+begin
+    foreach wanted in array array[{owner_name}, {receiver_name}, {worker_name},
+                                  {operator_name}, {retention_name}]
+    loop
+        if not exists (select from pg_roles where rolname = wanted) then
+            execute format('create role %I nologin', wanted);
+        end if;
+    end loop;
+end
+$$
+
+-- name: reset
+revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
+              {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
+              {schema}.inbox_prunes
+    from {receiver}, {worker}, {operator}, {retention};
+revoke all on function {schema}.inbox_prune(float8, text, text),
+                       {schema}.inbox_prune_preview(float8)
+    from {receiver}, {worker}, {operator}, {retention}
+
+-- name: schema
+-- The owner creates the schema's objects (it runs the migrations); the others only use
+-- them. Every part may read which revision the schema is at: the worker checks it at start.
+grant usage, create on schema {schema} to {owner};
+grant usage on schema {schema} to {receiver}, {worker}, {operator}, {retention};
+grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
+
+-- name: receiver
+-- The internet-facing part appends and nothing else. It reads back only what the duplicate
+-- path compares (the key and the body's hash, never a body or headers): insert_event's
+-- ON CONFLICT and RETURNING, and record_duplicate's lookup. Identity columns are filled
+-- by the table's own sequence, which needs no grant of its own.
+grant select (id, source, idempotency_key, body_sha256) on {schema}.inbox_events to {receiver};
+grant insert (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+    on {schema}.inbox_events to {receiver};
+grant insert (event_id) on {schema}.inbox_work to {receiver};
+grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver}
+
+-- name: worker
+-- Reads events; claims (FOR UPDATE), settles (deletes or reschedules) work; appends
+-- attempts; keeps the claim counters that spot a crashed worker.
+grant select on {schema}.inbox_events, {schema}.inbox_attempts to {worker};
+grant select, update, delete on {schema}.inbox_work to {worker};
+grant select, insert, update, delete on {schema}.inbox_claims to {worker};
+grant insert on {schema}.inbox_attempts to {worker}
+
+-- name: operator
+-- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
+-- (its id drawn first from the identity's sequence, hence the usage).
+grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
+                {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
+                {schema}.inbox_prunes to {operator};
+grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id)
+    on {schema}.inbox_work to {operator};
+grant insert on {schema}.inbox_replays to {operator};
+grant usage on sequence {schema}.inbox_replays_id_seq to {operator}
+
+-- name: retention
+-- Nothing but the audited functions: they read and delete as the owner.
+grant execute on function {schema}.inbox_prune(float8, text, text),
+                          {schema}.inbox_prune_preview(float8)
+    to {retention}
+
+-- name: missing_privileges
+-- Which of a part's needs the connected role lacks, checked when the part starts so a
+-- missing grant is a refusal to start, not a failure at the first webhook. Column needs
+-- are checked per column: the receiver is granted columns, never whole tables.
+select n.kind, n.object, n.column_name, n.privilege, current_user::text
+from unnest(%(kinds)s::text[], %(objects)s::text[], %(columns)s::text[], %(privileges)s::text[])
+    with ordinality as n(kind, object, column_name, privilege, i)
+where not case n.kind
+    when 'table' then has_table_privilege(n.object, n.privilege)
+    when 'column' then has_column_privilege(n.object, n.column_name, n.privilege)
+    when 'sequence' then has_sequence_privilege(n.object, n.privilege)
+    else has_function_privilege(n.object, n.privilege)
+end
+order by n.i
