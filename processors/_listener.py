@@ -17,8 +17,8 @@ import anyio
 import psycopg
 import structlog
 
-from inbox._outage import Outage
-from inbox._sql import NOTIFY_CHANNEL
+from inbox._core.outage import Outage
+from inbox._core.sql import NOTIFY_CHANNEL
 from processors._decide import reconnect_delay
 from processors._metrics import WorkerMetrics
 

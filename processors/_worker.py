@@ -20,8 +20,8 @@ import anyio
 import psycopg
 import structlog
 
-from inbox._outage import Outage, describe_server
-from inbox._settings import WorkerSettings
+from inbox._core.outage import Outage, describe_server
+from inbox._core.settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
 from processors._decide import (
     Decision,

@@ -15,13 +15,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from inbox._errors import (
+from inbox._core.errors import (
     ConfigError,
     DatabaseUnavailableError,
     EventNotFoundError,
     ReplayNotFoundError,
 )
-from inbox._settings import Settings
+from inbox._core.settings import Settings
 from inbox.console import _actions, _login, _pages
 from inbox.console._auth import DevToken, LoginLimiter
 from inbox.console._pool import ConsolePool

@@ -12,7 +12,7 @@ from typing import Literal
 import structlog
 from starlette.requests import HTTPConnection
 
-from inbox._settings import ConsoleSettings
+from inbox._core.settings import ConsoleSettings
 from inbox.console._passwords import verify_password
 from inbox.console._session import peer_in, session_of
 

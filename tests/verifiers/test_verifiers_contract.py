@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-import inbox.verifiers
-from inbox._errors import VerificationError
-from inbox.verifiers import (
+import inbox._providers
+from inbox._core.errors import VerificationError
+from inbox._providers import (
     SCHEMES,
     WebhookRequest,
     build_signer,
@@ -336,8 +336,8 @@ def test_exported_names_are_sorted_and_complete() -> None:
     def kind(name: str) -> tuple[int, str]:
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
-    assert inbox.verifiers.__all__ == sorted(inbox.verifiers.__all__, key=kind)
-    assert set(inbox.verifiers.__all__) == {
+    assert inbox._providers.__all__ == sorted(inbox._providers.__all__, key=kind)
+    assert set(inbox._providers.__all__) == {
         "SCHEMES",
         "BodySigner",
         "Signer",
@@ -349,8 +349,8 @@ def test_exported_names_are_sorted_and_complete() -> None:
         "sign_request",
         "twilio_url_with_body_hash",
     }
-    for name in inbox.verifiers.__all__:
-        assert hasattr(inbox.verifiers, name)
+    for name in inbox._providers.__all__:
+        assert hasattr(inbox._providers, name)
 
 
 def test_schemes_are_the_documented_ones() -> None:
