@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import structlog
 
-from inbox._cli.common import port, positive_int
+from inbox._core.arguments import port, positive_int
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, MigrationError
 from inbox._core.runtime import database_url

@@ -1,5 +1,5 @@
-"""What the operator commands of both sides share: the event filter's options, event
-tables, confirmation, JSON printing. ``processors`` uses it for ``replay`` and ``dead``."""
+"""What the operator commands share: the event filter's options, event tables, confirmation,
+JSON printing (the argparse number types both sides' commands use live in inbox._core.arguments)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from inbox._core.arguments import MAX_BIGINT, port, positive_int
 from inbox._core.errors import RefusedError
 from inbox._operations.models import EVENT_STATES, EventFilter, EventSummary
 from inbox._operations.term import Cell, relative, table, use_colour
@@ -48,23 +49,6 @@ def _time(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-# Event ids, limits and counts end up as PostgreSQL bigint parameters.
-MAX_BIGINT = 2**63 - 1
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    if value > MAX_BIGINT:
-        raise argparse.ArgumentTypeError(f"too large: {value} (at most {MAX_BIGINT})")
-    return value
-
-
 def http_url(text: str) -> str:
     """An argparse type: an http:// or https:// URL with a host."""
     try:
@@ -77,13 +61,6 @@ def http_url(text: str) -> str:
             f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:8000)"
         )
     return text
-
-
-def port(text: str) -> int:
-    """An argparse type: a TCP port (0 = any free one)."""
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r} (0 to 65535)")
-    return int(text)
 
 
 def above_zero(unit: str) -> Callable[[str], float]:

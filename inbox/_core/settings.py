@@ -31,7 +31,7 @@ from pydantic_settings import (
 )
 
 from inbox._core.errors import ConfigError
-from inbox._receiving.extract import parse_spec
+from inbox._core.specs import parse_spec
 
 __all__ = [
     "AppSettings",

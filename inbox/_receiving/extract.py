@@ -23,8 +23,9 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from inbox._core.specs import Spec, parse_spec
 from inbox._providers import WebhookRequest
 from inbox._providers._base import FORM_CONTENT_TYPE, parse_form
 
@@ -37,46 +38,6 @@ __all__ = [
     "inject",
     "parse_spec",
 ]
-
-SpecKind = Literal["header", "json", "form", "body-sha256"]
-
-
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """One place a value can come from; ``arg`` is the header, pointer or field name."""
-
-    kind: SpecKind
-    arg: str = ""
-
-    def __str__(self) -> str:
-        return self.kind if self.kind == "body-sha256" else f"{self.kind}:{self.arg}"
-
-
-def parse_spec(text: str) -> Spec:
-    """Parse ``header:<name>``, ``json:<pointer>``, ``form:<field>`` or ``body-sha256``.
-
-    Raises ``ValueError`` naming what is wrong, so a bad setting fails at start-up.
-    """
-    text = text.strip()
-    if text == "body-sha256":
-        return Spec("body-sha256")
-    kind, sep, arg = text.partition(":")
-    if not sep or kind not in ("header", "json", "form"):
-        raise ValueError(
-            f"{text!r} is not a key/type source; use header:<name>, json:<pointer>, "
-            "form:<field> or body-sha256"
-        )
-    if kind == "header":
-        if not arg.strip():
-            raise ValueError(f"{text!r}: a header name is required")
-        return Spec("header", arg.strip().lower())
-    if kind == "json":
-        if arg and not arg.startswith("/"):
-            raise ValueError(f"{text!r}: a JSON pointer starts with '/' (e.g. json:/id)")
-        return Spec("json", arg)
-    if not arg:
-        raise ValueError(f"{text!r}: a form field name is required")
-    return Spec("form", arg)
 
 
 def _specs(*texts: str) -> tuple[Spec, ...]:
