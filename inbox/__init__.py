@@ -18,19 +18,24 @@ from inbox._core.errors import (
     VerificationError,
 )
 from inbox._core.lazy import load_lazily
-from inbox._core.settings import Settings, SourceSettings, load_settings
 from inbox._writing.plan import WriteResult
 from inbox._writing.writer import InboxWriter
 from inbox._writing.writer_async import AsyncInboxWriter
 
 if TYPE_CHECKING:
+    from inbox._core.settings import Settings, SourceSettings, load_settings
     from inbox._receiving.metrics import ReceiverMetrics
     from inbox._receiving.receiver import Receiver, ReceiverResponse
     from inbox.contrib._asgi import create_app
 
 # The receiver's names pull in Starlette, prometheus-client and the verifiers: an app that
 # only embeds the writer should not pay for them, so they load on first use.
+#
+# Settings pull in pydantic-settings (about 50 ms): a writer given its URL never reads them.
 _LAZY = {
+    "Settings": "inbox._core.settings",
+    "SourceSettings": "inbox._core.settings",
+    "load_settings": "inbox._core.settings",
     "create_app": "inbox.contrib._asgi",
     "ReceiverMetrics": "inbox._receiving.metrics",
     "Receiver": "inbox._receiving.receiver",

@@ -41,10 +41,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-import structlog
 
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import EventNotFoundError, RefusedError, ReplayNotFoundError
+from inbox._core.logs import get_logger
 from inbox._operations.models import (
     Activity,
     ActivityPoint,
@@ -123,7 +123,7 @@ __all__ = [
     "status",
 ]
 
-log = structlog.get_logger("inbox.queries")
+log = get_logger("inbox.queries")
 
 # Replays live in inbox._operations.replay, which builds on this module: they load on first use.
 _REPLAY_NAMES = frozenset({"ReplayResult", "replay", "replay_runs", "retry_dead"})

@@ -11,11 +11,11 @@ import threading
 from typing import Any
 
 import anyio
-import structlog
 
 from inbox._core.arguments import port, positive_int
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, MigrationError
+from inbox._core.logs import get_logger
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from processors._router import Router
@@ -23,7 +23,7 @@ from processors._worker import Worker
 
 __all__ = ["load_router", "register"]
 
-log = structlog.get_logger("processors.cli")
+log = get_logger("processors.cli")
 
 
 def load_router(spec: str) -> Router:

@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 import psycopg
-import structlog
 
+from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
 from inbox._core.settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
@@ -38,7 +38,7 @@ from processors._store import ClaimedEvent, SessionLimits, WorkStore
 
 __all__ = ["Worker"]
 
-log = structlog.get_logger("processors.worker")
+log = get_logger("processors.worker")
 
 # A batch is one transaction; after a handler fails (and always with savepoints = "event")
 # each handler is a subtransaction. PostgreSQL caches 64 subtransaction ids per transaction

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from inbox._cli.devenv import (
     EXAMPLES_ROUTER,
     apply_sql,
@@ -34,12 +32,13 @@ from inbox._cli.devenv import (
 )
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
+from inbox._core.logs import get_logger
 from inbox._core.runtime import database_url
 from inbox._core.settings import DEFAULT_CONFIG_PATH, Settings, load_settings, settings_file
 
 __all__ = ["register"]
 
-log = structlog.get_logger("inbox.dev")
+log = get_logger("inbox.dev")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
-import structlog
 
 from inbox._cli.common import http_url, port, positive_seconds
 from inbox._cli.devenv import with_dev_secrets
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
+from inbox._core.logs import get_logger
 from inbox._core.runtime import database_url, where_settings_came_from
 from inbox._core.settings import Settings
 from inbox._receiving.samples import build_sample
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run_receiver"]
 
-log = structlog.get_logger("inbox.receiver")
+log = get_logger("inbox.receiver")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

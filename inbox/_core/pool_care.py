@@ -22,15 +22,15 @@ import time
 from typing import Any
 
 import psycopg
-import structlog
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from inbox._core.errors import DatabaseUnavailableError
+from inbox._core.logs import get_logger
 from inbox._core.outage import OUTAGE_LOG_SECONDS, Outage, describe_server
 
 __all__ = ["RECONNECT_SECONDS", "AsyncPoolCare", "PoolCare"]
 
-log = structlog.get_logger("inbox.writer")
+log = get_logger("inbox.writer")
 
 RECONNECT_SECONDS = 0.5
 # The probe that finds out why the database is unreachable, once per warning.

@@ -7,15 +7,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import structlog
-
 from inbox._core.embedded import EmbeddedPostgres, running_dev_server
 from inbox._core.errors import ConfigError
+from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
 
 __all__ = ["database_url", "where_settings_came_from"]
 
-log = structlog.get_logger("inbox")
+log = get_logger("inbox")
 
 
 def where_settings_came_from(settings: Settings) -> str:

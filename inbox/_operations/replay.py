@@ -15,10 +15,10 @@ from datetime import datetime
 from typing import Any, Literal, LiteralString
 
 import psycopg
-import structlog
 from psycopg.types.json import Jsonb
 
 from inbox._core.errors import RefusedError
+from inbox._core.logs import get_logger
 from inbox._core.sql import load_queries
 from inbox._operations.models import ReplayRun, Via, check_via
 from inbox.queries import (
@@ -33,7 +33,7 @@ from inbox.queries import (
 
 __all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", "retry_dead"]
 
-log = structlog.get_logger("processors.replay")
+log = get_logger("processors.replay")
 
 QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000

@@ -21,9 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from inbox._core.errors import VerificationError
+from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
 from inbox._providers import Verifier, WebhookRequest
 from inbox._receiving.extract import Extraction
@@ -40,7 +39,7 @@ __all__ = [
     "normalise_headers",
 ]
 
-log = structlog.get_logger("inbox.receiver")
+log = get_logger("inbox.receiver")
 
 # Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 5

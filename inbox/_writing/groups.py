@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-import structlog
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from inbox._core.logs import get_logger
 from inbox._writing.plan import INSERT_EVENTS, WriteResult, group_params
 
 __all__ = ["MAX_GROUP", "WriteGroups"]
 
-log = structlog.get_logger("inbox.writer")
+log = get_logger("inbox.writer")
 
 # Rows per statement: past a few dozen, a larger group saves little and holds its writers'
 # acknowledgements longer.

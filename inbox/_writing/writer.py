@@ -12,12 +12,12 @@ from types import TracebackType
 from typing import Any, Literal
 
 import psycopg
-import structlog
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import InboxError
+from inbox._core.logs import get_logger
 from inbox._core.pool_care import PoolCare
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
@@ -34,7 +34,7 @@ from inbox._writing.plan import (
 __all__ = ["InboxWriter"]
 
 NotifyMode = Literal["after_commit", "in_transaction", "off"]
-log = structlog.get_logger("inbox.writer")
+log = get_logger("inbox.writer")
 
 
 class InboxWriter:

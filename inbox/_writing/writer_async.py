@@ -12,12 +12,12 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
-import structlog
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import InboxError
+from inbox._core.logs import get_logger
 from inbox._core.pool_care import AsyncPoolCare
 from inbox._writing.groups import WriteGroups
 from inbox._writing.plan import (
@@ -35,7 +35,7 @@ from inbox._writing.writer import NotifyMode
 
 __all__ = ["AsyncInboxWriter"]
 
-log = structlog.get_logger("inbox.writer")
+log = get_logger("inbox.writer")
 
 
 class AsyncInboxWriter:

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-import structlog
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from inbox._core.errors import ConfigError, InboxError
+from inbox._core.logs import get_logger
 from inbox._core.outage import Outage
 from inbox._core.settings import Settings
 from inbox._receiving.receive import receive_async, receiver_writer_kwargs
@@ -27,7 +27,7 @@ from inbox._writing.writer_async import AsyncInboxWriter
 
 __all__ = ["create_app"]
 
-log = structlog.get_logger("inbox.receiver")
+log = get_logger("inbox.receiver")
 
 
 class _WriterSlot:
