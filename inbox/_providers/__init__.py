@@ -1,4 +1,7 @@
-"""The providers room: webhook signature schemes, one module each, and their registry.
+"""The providers room: one module per provider, each ending with its record (``PROVIDER``,
+a ``Provider``): its verifier and signer, default key and type specs, the sample ``inbox send``
+signs, its reply and handshakes. ``provider(name)`` returns the record; the names are listed
+once, in ``inbox._core.schemes``.
 
 Verifiers are pure functions of the raw request, no I/O, no clock.
 
@@ -20,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from inbox._core.lazy import load_lazily
 
 from ._base import BodySigner, Signer, Verifier, WebhookRequest
-from ._registry import SCHEMES, build_signer, build_verifier, sign_request
+from ._provider import Provider, Sample
+from ._registry import SCHEMES, build_signer, build_verifier, provider, sign_request
 
 if TYPE_CHECKING:
     from ._twilio import twilio_url_with_body_hash
@@ -40,12 +44,15 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SCHEMES",
     "BodySigner",
+    "Provider",
+    "Sample",
     "Signer",
     "Verifier",
     "WebhookRequest",
     "build_signer",
     "build_verifier",
     "decrypt_wechatpay_resource",
+    "provider",
     "sign_request",
     "twilio_url_with_body_hash",
 ]

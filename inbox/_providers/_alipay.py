@@ -9,8 +9,10 @@ encoded in the notification's ``charset``. The legacy ``RSA`` (SHA-1) type is re
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote_plus
 
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -18,7 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from inbox._core.errors import VerificationError
 
 from ._base import FORM_CONTENT_TYPE, WebhookRequest, b64decode_lenient, parse_form
-from ._keys import rsa_sha256_sign, rsa_sha256_verify
+from ._keys import load_rsa_private_key, load_rsa_public_key, rsa_sha256_sign, rsa_sha256_verify
+from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["AlipaySigner", "AlipayVerifier"]
 
@@ -101,3 +104,43 @@ class AlipaySigner:
         signature = base64.b64encode(rsa_sha256_sign(self.private_key, _signed_content(params)))
         extra = f"sign_type={_SIGN_TYPE}&sign={quote_plus(signature.decode())}".encode()
         return body + b"&" + extra if body else extra
+
+
+def _verifier(c: ProviderConfig) -> AlipayVerifier:
+    c.allow_options()
+    keys = [load_rsa_public_key(k) for k in c.key_list()]
+    if not keys:
+        raise ValueError(f"{c.name}: at least one Alipay public key (PEM) is required")
+    return AlipayVerifier(keys)
+
+
+def _signer(c: ProviderConfig) -> AlipaySigner:
+    c.allow_options()
+    return AlipaySigner(load_rsa_private_key(c.require_private_key()))
+
+
+def _sample(s: Sample) -> dict[str, Any]:
+    return {
+        "notify_time": iso_time(s.now).replace("T", " ")[:19],
+        "app_id": "2021000000000000",
+        "charset": "utf-8",
+        "version": "1.0",
+        "trade_no": "2024" + uuid.uuid4().hex[:20],
+        "out_trade_no": "inbox-send-" + s.msg_id[-12:],
+        "trade_status": "TRADE_SUCCESS",
+        "total_amount": "0.01",
+    }
+
+
+PROVIDER = Provider(
+    name="alipay",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("form:notify_id"),
+    type_specs=specs("form:notify_type"),
+    sample=_sample,
+    sample_type="trade_status_sync",
+    posts_form=True,
+    # Alipay retries until the body is exactly "success".
+    accepted_reply=(b"success", "text/plain"),
+)

@@ -10,10 +10,12 @@ import hashlib
 import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, digests_equal, require_header
+from ._provider import Provider, ProviderConfig, Sample, specs
 
 __all__ = ["GitHubSigner", "GitHubVerifier"]
 
@@ -56,3 +58,28 @@ class GitHubSigner:
             "x-hub-signature-256": _PREFIX + _hex_hmac(self.secret, body),
             "x-github-delivery": msg_id,
         }
+
+
+def _verifier(c: ProviderConfig) -> GitHubVerifier:
+    c.allow_options()
+    return GitHubVerifier(c.require_secrets())
+
+
+def _signer(c: ProviderConfig) -> GitHubSigner:
+    c.allow_options()
+    return GitHubSigner(c.require_secrets()[0])
+
+
+def _sample(_s: Sample) -> dict[str, Any]:
+    return {"zen": "Design for failure.", "hook_id": 1, "sender": "inbox send"}
+
+
+PROVIDER = Provider(
+    name="github",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("header:x-github-delivery"),
+    type_specs=specs("header:x-github-event"),
+    sample=_sample,
+    sample_type="ping",
+)

@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from inbox._core.errors import VerificationError
+from inbox._core.specs import Spec
 
 from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._provider import Provider, ProviderConfig
 
 __all__ = ["HmacRecipe", "HmacRecipeSigner", "HmacRecipeVerifier", "parse_recipe"]
 
@@ -168,3 +170,21 @@ class HmacRecipeSigner:
         if recipe.id_header:
             headers[recipe.id_header] = msg_id
         return headers
+
+
+def _verifier(c: ProviderConfig) -> HmacRecipeVerifier:
+    return HmacRecipeVerifier(parse_recipe(c.options), c.require_secrets(), c.tolerance_seconds)
+
+
+def _signer(c: ProviderConfig) -> HmacRecipeSigner:
+    return HmacRecipeSigner(parse_recipe(c.options), c.require_secrets()[0])
+
+
+def _id_header(options: Mapping[str, object]) -> tuple[Spec, ...]:
+    # The recipe's id header when it has one, before the body hash.
+    id_header = options.get("id_header")
+    return (Spec("header", id_header.lower()),) if isinstance(id_header, str) and id_header else ()
+
+
+# No provider convention: the key is the body hash unless the recipe names an id header.
+PROVIDER = Provider(name="hmac", verifier=_verifier, signer=_signer, option_key_specs=_id_header)

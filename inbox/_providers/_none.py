@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._base import WebhookRequest
+from ._provider import Provider, ProviderConfig
 
 __all__ = ["NoneSigner", "NoneVerifier"]
 
@@ -30,3 +31,16 @@ class NoneSigner:
     def sign(self, *, body: bytes, url: str, now: float, msg_id: str) -> dict[str, str]:
         """Return no headers."""
         return {}
+
+
+def _verifier(c: ProviderConfig) -> NoneVerifier:
+    c.allow_options()
+    return NoneVerifier()
+
+
+def _signer(c: ProviderConfig) -> NoneSigner:
+    c.allow_options()
+    return NoneSigner()
+
+
+PROVIDER = Provider(name="none", verifier=_verifier, signer=_signer, unverified=True)

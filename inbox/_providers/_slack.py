@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._provider import Provider, ProviderConfig, Sample, specs
 
 __all__ = ["SlackSigner", "SlackVerifier"]
 
@@ -61,3 +65,47 @@ class SlackSigner:
             "x-slack-request-timestamp": timestamp,
             "x-slack-signature": f"{_VERSION}={_hex_hmac(self.secret, timestamp, body)}",
         }
+
+
+def _verifier(c: ProviderConfig) -> SlackVerifier:
+    c.allow_options()
+    return SlackVerifier(c.require_secrets(), c.tolerance_seconds)
+
+
+def _signer(c: ProviderConfig) -> SlackSigner:
+    c.allow_options()
+    return SlackSigner(c.require_secrets()[0])
+
+
+def _sample(s: Sample) -> dict[str, Any]:
+    return {
+        "type": "event_callback",
+        "event_time": int(s.now),
+        "event": {"text": "hello from inbox send"},
+    }
+
+
+def _url_verification(request: WebhookRequest) -> dict[str, Any] | None:
+    """Slack sends this signed handshake once, when the URL is configured, and only accepts
+    the URL if the challenge comes back."""
+    try:
+        payload = json.loads(request.body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(payload, dict) and payload.get("type") == "url_verification":
+        challenge = payload.get("challenge")
+        return {"challenge": challenge} if isinstance(challenge, str) and challenge else None
+    return None
+
+
+PROVIDER = Provider(
+    name="slack",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("json:/event_id"),
+    type_specs=specs("json:/event/type", "json:/type"),
+    sample=_sample,
+    new_id=lambda: "Ev" + uuid.uuid4().hex,
+    sample_type="app_mention",
+    handshake=_url_verification,
+)

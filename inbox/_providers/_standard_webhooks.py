@@ -16,8 +16,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -25,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, digests_equal, require_header
+from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["StandardWebhooksSigner", "StandardWebhooksVerifier"]
 
@@ -155,3 +158,38 @@ class StandardWebhooksSigner:
             "webhook-timestamp": timestamp,
             "webhook-signature": " ".join(entries),
         }
+
+
+def _verifier(c: ProviderConfig) -> StandardWebhooksVerifier:
+    c.allow_options()
+    secrets = [decode_secret(s) for s in c.secrets]
+    keys = [decode_public_key(k) for k in c.key_list()]
+    if not secrets and not keys:
+        raise ValueError(f"{c.name}: needs whsec_ secrets or whpk_ public_keys (or both)")
+    return StandardWebhooksVerifier(secrets, keys, c.tolerance_seconds)
+
+
+def _signer(c: ProviderConfig) -> StandardWebhooksSigner:
+    c.allow_options()
+    secrets = [decode_secret(s) for s in c.secrets]
+    key = decode_secret_key(c.private_key) if c.private_key else None
+    if not secrets and key is None:
+        raise ValueError(f"{c.name}: needs whsec_ secrets or a whsk_ private_key to sign")
+    return StandardWebhooksSigner(secrets, key)
+
+
+def _sample(s: Sample) -> dict[str, Any]:
+    return {"timestamp": iso_time(s.now), "data": {"message": "hello from inbox send"}}
+
+
+PROVIDER = Provider(
+    name="standard-webhooks",
+    verifier=_verifier,
+    signer=_signer,
+    # Svix sends the spec's headers as svix-*; the verifier reads the same order.
+    key_specs=specs("header:webhook-id", "header:svix-id"),
+    type_specs=specs("json:/type"),
+    sample=_sample,
+    new_id=lambda: "msg_" + uuid.uuid4().hex,
+    sample_type="inbox.test",
+)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._provider import Provider, ProviderConfig, Sample, specs
 
 __all__ = ["StripeSigner", "StripeVerifier"]
 
@@ -77,3 +80,35 @@ class StripeSigner:
         parts = [f"t={timestamp}"]
         parts += [f"v1={_hex_hmac(s, timestamp, body).decode()}" for s in self.secrets]
         return {"stripe-signature": ",".join(parts)}
+
+
+def _verifier(c: ProviderConfig) -> StripeVerifier:
+    c.allow_options()
+    return StripeVerifier(c.require_secrets(), c.tolerance_seconds)
+
+
+def _signer(c: ProviderConfig) -> StripeSigner:
+    c.allow_options()
+    return StripeSigner(c.require_secrets())
+
+
+def _sample(s: Sample) -> dict[str, Any]:
+    # Stripe's object is the one the type is about: an invoice for `invoice.*`.
+    data: dict[str, Any] = (
+        {"object": "invoice", "amount_due": 100, "amount_paid": 100, "currency": "usd"}
+        if s.event_type.startswith("invoice.")
+        else {"object": "payment_intent", "amount": 100, "currency": "usd"}
+    )
+    return {"object": "event", "created": int(s.now), "livemode": False, "data": {"object": data}}
+
+
+PROVIDER = Provider(
+    name="stripe",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("json:/id"),
+    type_specs=specs("json:/type"),
+    sample=_sample,
+    new_id=lambda: "evt_" + uuid.uuid4().hex,
+    sample_type="payment_intent.succeeded",
+)

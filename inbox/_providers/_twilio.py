@@ -21,8 +21,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from inbox._core.errors import VerificationError
@@ -35,6 +37,7 @@ from ._base import (
     parse_form,
     require_header,
 )
+from ._provider import Provider, ProviderConfig, Sample, specs
 
 __all__ = ["TwilioSigner", "TwilioVerifier", "twilio_url_with_body_hash"]
 
@@ -175,3 +178,42 @@ class TwilioSigner:
         digest = _digest(self.secret, _signed_content(url, params), algorithm)
         headers["x-twilio-signature"] = base64.b64encode(digest).decode()
         return headers
+
+
+def _verifier(c: ProviderConfig) -> TwilioVerifier:
+    c.allow_options("public_url", "shared_key_id")  # the id only signs: the header names it
+    return TwilioVerifier(c.require_secrets(), c.string_option("public_url"))
+
+
+def _signer(c: ProviderConfig) -> TwilioSigner:
+    c.allow_options("public_url", "shared_key_id")  # one options table serves both directions
+    return TwilioSigner(c.require_secrets()[0], c.string_option("shared_key_id"))
+
+
+def _verifier_options(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
+    # public_url is a source setting; the verifier takes it as an option.
+    merged = dict(options)
+    if source.public_url:
+        merged.setdefault("public_url", source.public_url)
+    return merged
+
+
+def _sample(_s: Sample) -> dict[str, Any]:
+    return {
+        "MessageSid": "SM" + uuid.uuid4().hex,
+        "AccountSid": "AC" + "0" * 32,
+        "From": "+15005550006",
+        "To": "+15005550001",
+        "Body": "hello from inbox send",
+    }
+
+
+PROVIDER = Provider(
+    name="twilio",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("header:i-twilio-idempotency-token"),
+    sample=_sample,
+    posts_form=True,
+    verifier_options=_verifier_options,
+)

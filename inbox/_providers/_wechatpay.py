@@ -15,6 +15,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -23,7 +24,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, require_header
-from ._keys import rsa_sha256_sign, rsa_sha256_verify
+from ._keys import load_rsa_private_key, load_rsa_public_key, rsa_sha256_sign, rsa_sha256_verify
+from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["WechatPaySigner", "WechatPayVerifier", "decrypt_wechatpay_resource"]
 
@@ -102,3 +104,57 @@ def decrypt_wechatpay_resource(
         return cipher.decrypt(nonce.encode(), ciphertext, associated_data.encode())
     except (binascii.Error, InvalidTag, ValueError):
         raise VerificationError("decryption_failed") from None
+
+
+def _verifier(c: ProviderConfig) -> WechatPayVerifier:
+    c.allow_options()
+    if not isinstance(c.public_keys, Mapping) or not c.public_keys:
+        raise ValueError(
+            f"{c.name}: public_keys must be a table of Wechatpay-Serial -> PEM "
+            "(platform certificate or public key)"
+        )
+    keys = {serial: load_rsa_public_key(pem) for serial, pem in c.public_keys.items()}
+    return WechatPayVerifier(keys, c.tolerance_seconds)
+
+
+def _signer(c: ProviderConfig) -> WechatPaySigner:
+    c.allow_options("serial")
+    serial = c.string_option("serial")
+    if not serial:
+        raise ValueError(f"{c.name}: option 'serial' (the Wechatpay-Serial to send) is required")
+    return WechatPaySigner(load_rsa_private_key(c.require_private_key()), serial)
+
+
+def _verifier_options(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
+    # `serial` (the Wechatpay-Serial that `inbox send` signs as) only signs.
+    return {k: v for k, v in options.items() if k != "serial"}
+
+
+def _signer_options(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
+    # Without a serial, `inbox send` signs as the first serial of the public_keys table.
+    merged = dict(options)
+    if "serial" not in merged and isinstance(source.public_keys, Mapping) and source.public_keys:
+        merged["serial"] = next(iter(source.public_keys))
+    return merged
+
+
+def _sample(s: Sample) -> dict[str, Any]:
+    return {
+        "create_time": iso_time(s.now),
+        "resource_type": "encrypt-resource",
+        "summary": "sent by inbox send",
+        "resource": {"algorithm": "AEAD_AES_256_GCM", "associated_data": "transaction"},
+    }
+
+
+PROVIDER = Provider(
+    name="wechatpay",
+    verifier=_verifier,
+    signer=_signer,
+    key_specs=specs("json:/id"),
+    type_specs=specs("json:/event_type"),
+    sample=_sample,
+    sample_type="TRANSACTION.SUCCESS",
+    verifier_options=_verifier_options,
+    signer_options=_signer_options,
+)

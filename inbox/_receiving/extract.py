@@ -12,9 +12,10 @@ one *spec*:
                     are then one event)
 ==================  ===========================================================
 
-A default may be a chain of specs, tried in order (Shopify: the event id, else the webhook
-id). The same specs also work backwards, ``inject``-ing a key and type into the sample that
-``inbox send`` signs, so a send honours a source's overrides.
+A provider's record (``inbox._providers``) holds its defaults; a default may be a chain of
+specs, tried in order (Shopify: the event id, else the webhook id). The same specs also work
+backwards, ``inject``-ing a key and type into the sample that ``inbox send`` signs, so a send
+honours a source's overrides.
 """
 
 from __future__ import annotations
@@ -26,58 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from inbox._core.specs import Spec, parse_spec
-from inbox._providers import WebhookRequest
+from inbox._providers import WebhookRequest, provider
 from inbox._providers._base import FORM_CONTENT_TYPE, parse_form
 
 __all__ = [
-    "DEFAULT_KEY_SPECS",
-    "DEFAULT_TYPE_SPECS",
     "Extraction",
     "Spec",
     "extraction_for",
     "inject",
     "parse_spec",
 ]
-
-
-def _specs(*texts: str) -> tuple[Spec, ...]:
-    return tuple(parse_spec(t) for t in texts)
-
-
-# The providers' documented delivery ids and event types.
-DEFAULT_KEY_SPECS: Mapping[str, tuple[Spec, ...]] = {
-    # Svix sends the spec's headers as svix-*; the verifier reads the same order.
-    "standard-webhooks": _specs("header:webhook-id", "header:svix-id"),
-    "stripe": _specs("json:/id"),
-    "github": _specs("header:x-github-delivery"),
-    # Shopify Events send the same headers without the X- prefix.
-    "shopify": _specs(
-        "header:x-shopify-event-id",
-        "header:shopify-event-id",
-        "header:x-shopify-webhook-id",
-        "header:shopify-webhook-id",
-    ),
-    "slack": _specs("json:/event_id"),
-    "twilio": _specs("header:i-twilio-idempotency-token"),
-    "alipay": _specs("form:notify_id"),
-    "wechatpay": _specs("json:/id"),
-    # No provider convention: the recipe's id header when it has one, else the body hash.
-    "hmac": _specs("body-sha256"),
-    "none": _specs("body-sha256"),
-}
-
-DEFAULT_TYPE_SPECS: Mapping[str, tuple[Spec, ...]] = {
-    "standard-webhooks": _specs("json:/type"),
-    "stripe": _specs("json:/type"),
-    "github": _specs("header:x-github-event"),
-    "shopify": _specs("header:x-shopify-topic", "header:shopify-topic"),
-    "slack": _specs("json:/event/type", "json:/type"),
-    "twilio": (),
-    "alipay": _specs("form:notify_type"),
-    "wechatpay": _specs("json:/event_type"),
-    "hmac": (),
-    "none": (),
-}
 
 
 class _Body:
@@ -182,18 +141,18 @@ def extraction_for(
     type_from: str | None = None,
     options: Mapping[str, object] | None = None,
 ) -> Extraction:
-    """The extraction of a source: its overrides, else its verifier's defaults."""
+    """The extraction of a source: its overrides, else its provider's defaults."""
+    record = provider(verifier)
     if key_from:
         key_specs: tuple[Spec, ...] = (parse_spec(key_from),)
     else:
-        key_specs = DEFAULT_KEY_SPECS.get(verifier, _specs("body-sha256"))
-        id_header = (options or {}).get("id_header")
-        if verifier == "hmac" and isinstance(id_header, str) and id_header:
-            key_specs = (Spec("header", id_header.lower()), *key_specs)
+        key_specs = record.key_specs
+        if record.option_key_specs is not None:
+            key_specs = (*record.option_key_specs(options or {}), *key_specs)
     if type_from:
         type_specs: tuple[Spec, ...] = (parse_spec(type_from),)
     else:
-        type_specs = DEFAULT_TYPE_SPECS.get(verifier, ())
+        type_specs = record.type_specs
     return Extraction(key_specs, type_specs)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
-from inbox._providers import Verifier, WebhookRequest
+from inbox._providers import Provider, Verifier, WebhookRequest, provider
 from inbox._receiving.extract import Extraction
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
 from inbox._receiving.source_config import source_extraction, source_verifier
@@ -89,6 +89,7 @@ class ReceivingSource:
     name: str
     verifier_name: str
     verifier: Verifier
+    provider: Provider
     extraction: Extraction
     max_body_bytes: int
 
@@ -138,18 +139,6 @@ def _announced_length(headers: Mapping[str, str]) -> int | None:
     return int(raw) if raw.isdigit() and raw.isascii() else None
 
 
-def _slack_challenge(request: WebhookRequest) -> str | None:
-    """Slack's ``url_verification`` handshake: the challenge to echo, if this is one."""
-    try:
-        payload = json.loads(request.body)
-    except (ValueError, RecursionError):
-        return None
-    if isinstance(payload, dict) and payload.get("type") == "url_verification":
-        challenge = payload.get("challenge")
-        return challenge if isinstance(challenge, str) else None
-    return None
-
-
 class Receiver:
     """The receiving rules of a set of sources; one instance serves every request.
 
@@ -174,10 +163,11 @@ class Receiver:
                 name=source.name,
                 verifier_name=source.verifier,
                 verifier=source_verifier(source),
+                provider=provider(source.verifier),
                 extraction=source_extraction(source),
                 max_body_bytes=source.max_body_bytes,
             )
-            if source.verifier == "none":
+            if self._sources[source.name].provider.unverified:
                 log.warning(
                     "unverified_source_configured",
                     source=source.name,
@@ -235,12 +225,12 @@ class Receiver:
             return self._refuse(source.name, 401, exc.reason, "unauthorized")
         key, event_type = source.extraction.extract(request)
         if key is None:
-            if source.verifier_name == "slack" and (challenge := _slack_challenge(request)):
-                # Slack sends this signed handshake once, when the URL is configured, and
-                # only accepts the URL if the challenge comes back. It is no event: not stored.
+            handshake = source.provider.handshake
+            if handshake is not None and (reply := handshake(request)) is not None:
+                # A signed handshake (Slack's url_verification) is no event: not stored.
                 self.metrics.observe(source.name, "handshake")
-                log.info("slack_url_verified", source=source.name)
-                return _json_reply(200, {"challenge": challenge}, outcome="handshake")
+                log.info("handshake_answered", source=source.name, provider=source.verifier_name)
+                return _json_reply(200, reply, outcome="handshake")
             # The signature verified: the sender is the provider, and may learn what is
             # missing (unlike a 401, whose reason would help a forger).
             looked_at = ", ".join(str(spec) for spec in source.extraction.key_specs)
@@ -284,10 +274,10 @@ class Receiver:
             event_type=pending.event_type,
         )
         headers = {"inbox-event-id": str(result.event_id)}
-        if pending.source.verifier_name == "alipay":
-            # Alipay retries until the body is exactly "success".
+        if (own := pending.source.provider.accepted_reply) is not None:
+            body, content_type = own  # e.g. Alipay retries until the body is exactly "success"
             return ReceiverResponse(
-                200, b"success", "text/plain", outcome, event_id=result.event_id, headers=headers
+                200, body, content_type, outcome, event_id=result.event_id, headers=headers
             )
         return _json_reply(
             200,

@@ -1,28 +1,20 @@
 """From a ``[[sources]]`` table to the objects that serve it: verifier, signer, extraction.
 
-The few places where a source's settings do not map one-to-one onto the verifier factories
-are decided here, once, for the receiver and ``inbox send`` alike:
-
-- ``public_url`` is a source setting; the Twilio verifier takes it as an option.
-- ``serial`` (the ``Wechatpay-Serial`` that ``inbox send`` signs as) is a signer option; the
-  verifier refuses unknown options, so it is removed from the verifier's. Without it, the
-  first serial of the ``public_keys`` table is used.
+Where a source's settings do not map one-to-one onto a provider's options (Twilio's
+``public_url``, WeChat Pay's signing ``serial``), the provider's record says how
+(``verifier_options`` / ``signer_options``), for the receiver and ``inbox send`` alike.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
 
 from inbox._core.errors import ConfigError
 from inbox._core.settings import SourceSettings
-from inbox._providers import Signer, Verifier, build_signer, build_verifier
+from inbox._providers import Signer, Verifier, build_signer, build_verifier, provider
 from inbox._receiving.extract import Extraction, extraction_for
 
 __all__ = ["source_extraction", "source_signer", "source_verifier"]
-
-_SIGNER_ONLY_OPTIONS: Mapping[str, frozenset[str]] = {"wechatpay": frozenset({"serial"})}
 
 
 def _config_error(source: SourceSettings, exc: ValueError) -> ConfigError:
@@ -40,11 +32,8 @@ def _config_error(source: SourceSettings, exc: ValueError) -> ConfigError:
 
 def source_verifier(source: SourceSettings) -> Verifier:
     """The source's verifier; a configuration mistake is a ``ConfigError`` naming it."""
-    skip = _SIGNER_ONLY_OPTIONS.get(source.verifier, frozenset())
-    options: dict[str, Any] = {k: v for k, v in source.options.items() if k not in skip}
-    if source.verifier == "twilio" and source.public_url:
-        options.setdefault("public_url", source.public_url)
     try:
+        options = provider(source.verifier).verifier_options(source.options, source)
         return build_verifier(
             source.verifier,
             secrets=source.secret_values(),
@@ -58,16 +47,9 @@ def source_verifier(source: SourceSettings) -> Verifier:
 
 def source_signer(source: SourceSettings) -> Signer:
     """A signer producing requests that ``source_verifier(source)`` accepts."""
-    options: dict[str, Any] = dict(source.options)
-    options.pop("public_url", None)
-    if (
-        source.verifier == "wechatpay"
-        and "serial" not in options
-        and isinstance(source.public_keys, Mapping)
-        and source.public_keys
-    ):
-        options["serial"] = next(iter(source.public_keys))
     try:
+        options = provider(source.verifier).signer_options(source.options, source)
+        options.pop("public_url", None)  # a verifier's option (Twilio's), never a signer's
         return build_signer(
             source.verifier,
             secrets=source.secret_values(),

@@ -15,6 +15,7 @@ import pytest
 
 import inbox._providers
 from inbox._core.errors import VerificationError
+from inbox._core.schemes import PROVIDER_MODULES
 from inbox._providers import (
     SCHEMES,
     WebhookRequest,
@@ -340,6 +341,9 @@ def test_exported_names_are_sorted_and_complete() -> None:
     assert set(inbox._providers.__all__) == {
         "SCHEMES",
         "BodySigner",
+        "Provider",
+        "Sample",
+        "provider",
         "Signer",
         "Verifier",
         "WebhookRequest",
@@ -427,3 +431,16 @@ def test_none_accepts_anything() -> None:
     assert verifier.name == "none"
     verifier.verify(WebhookRequest("POST", URL, {}, b"anything"), now=NOW)
     assert build_signer("none").sign(body=b"", url=URL, now=NOW, msg_id="m") == {}
+
+
+def test_each_scheme_is_one_module_ending_with_its_record() -> None:
+    """Adding a provider is its module and one line of inbox._core.schemes: the record is
+    what receiving, ``inbox send`` and the factories ask."""
+    for name in inbox._providers.SCHEMES:
+        record = inbox._providers.provider(name)
+        assert isinstance(record, inbox._providers.Provider)
+        assert record.name == name
+        assert record.verifier.__module__ == record.signer.__module__
+        assert record.verifier.__module__ == PROVIDER_MODULES[name]
+    with pytest.raises(ValueError, match=r"unknown verifier 'stripey'"):
+        inbox._providers.provider("stripey")
