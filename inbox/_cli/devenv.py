@@ -9,11 +9,9 @@ so ``inbox dev`` and ``inbox send`` in another terminal sign and verify with the
 
 from __future__ import annotations
 
-import base64
 import importlib.util
 import json
 import os
-import secrets
 import shlex
 import shutil
 import sys
@@ -25,6 +23,7 @@ from pydantic import SecretStr
 from inbox._core.embedded import private_file
 from inbox._core.errors import ConfigError
 from inbox._core.settings import Settings, SourceSettings
+from inbox._providers import provider
 
 __all__ = [
     "DEMO_CONFIG_FILE",
@@ -44,8 +43,6 @@ DEV_SECRETS_FILE = "dev-secrets.json"
 
 # The schemes whose secret is a shared string `inbox dev` can make up; asymmetric ones
 # (alipay, wechatpay) need a key pair the user configures.
-_SHARED_SECRET_SCHEMES = {"standard-webhooks", "stripe", "github", "shopify", "slack", "twilio"}
-
 _DEMO_CONFIG = """\
 # Written by `inbox dev` in a folder without an inbox.toml: the built-in demo. Its sources
 # have no secrets here; `inbox dev` and `inbox send` use the development secrets generated
@@ -87,14 +84,13 @@ def write_demo_config(settings: Settings) -> Path:
 
 
 def _new_secret(verifier: str) -> str:
-    if verifier == "standard-webhooks":
-        return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
-    prefix = "whsec_" if verifier == "stripe" else "dev_"
-    return prefix + secrets.token_urlsafe(24)
+    made_up = provider(verifier).dev_secret
+    assert made_up is not None, verifier  # _needs_secret asked first
+    return made_up()
 
 
 def _needs_secret(source: SourceSettings) -> bool:
-    return source.verifier in _SHARED_SECRET_SCHEMES and not source.secret_values()
+    return provider(source.verifier).dev_secret is not None and not source.secret_values()
 
 
 def with_secrets(

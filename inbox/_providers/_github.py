@@ -15,7 +15,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, digests_equal, require_header
-from ._provider import Provider, ProviderConfig, Sample, specs
+from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["GitHubSigner", "GitHubVerifier"]
 
@@ -82,4 +82,5 @@ PROVIDER = Provider(
     type_specs=specs("header:x-github-event"),
     sample=_sample,
     sample_type="ping",
+    dev_secret=dev_token(),
 )

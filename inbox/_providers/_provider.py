@@ -10,6 +10,7 @@ expects back (a reply body, a handshake). ``inbox._core.schemes`` names the modu
 from __future__ import annotations
 
 import datetime
+import secrets
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from inbox._core.specs import Spec, parse_spec
 
 from ._base import Signer, Verifier, WebhookRequest
 
-__all__ = ["Provider", "ProviderConfig", "Sample", "iso_time", "specs"]
+__all__ = ["Provider", "ProviderConfig", "Sample", "dev_token", "iso_time", "specs"]
 
 
 class ProviderConfig:
@@ -104,6 +105,11 @@ def _hex_id() -> str:
     return uuid.uuid4().hex
 
 
+def dev_token(prefix: str = "dev_") -> Callable[[], str]:
+    """A made-up shared secret: ``prefix`` and random URL-safe text."""
+    return lambda: prefix + secrets.token_urlsafe(24)
+
+
 def _as_configured(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
     return dict(options)
 
@@ -137,3 +143,6 @@ class Provider:
     handshake: Callable[[WebhookRequest], dict[str, Any] | None] | None = None
     # Accepts anything: the receiver warns at start-up.
     unverified: bool = False
+    # A made-up shared secret in the provider's format, for `inbox dev` and inbox.testing
+    # (None: the scheme signs with keys, or with nothing).
+    dev_secret: Callable[[], str] | None = None

@@ -20,7 +20,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, digests_equal, require_header
-from ._provider import Provider, ProviderConfig, Sample, specs
+from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["ShopifySigner", "ShopifyVerifier"]
 
@@ -112,4 +112,5 @@ PROVIDER = Provider(
     envelope=_envelope,
     new_id=lambda: str(uuid.uuid4()),  # Shopify's ids are UUIDs in their usual spelling
     sample_type="orders/create",
+    dev_secret=dev_token(),
 )

@@ -13,7 +13,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
-from ._provider import Provider, ProviderConfig, Sample, specs
+from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["SlackSigner", "SlackVerifier"]
 
@@ -108,4 +108,5 @@ PROVIDER = Provider(
     new_id=lambda: "Ev" + uuid.uuid4().hex,
     sample_type="app_mention",
     handshake=_url_verification,
+    dev_secret=dev_token(),
 )

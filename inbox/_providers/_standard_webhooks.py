@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -182,6 +183,10 @@ def _sample(s: Sample) -> dict[str, Any]:
     return {"timestamp": iso_time(s.now), "data": {"message": "hello from inbox send"}}
 
 
+def _dev_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
 PROVIDER = Provider(
     name="standard-webhooks",
     verifier=_verifier,
@@ -192,4 +197,5 @@ PROVIDER = Provider(
     sample=_sample,
     new_id=lambda: "msg_" + uuid.uuid4().hex,
     sample_type="inbox.test",
+    dev_secret=_dev_secret,
 )

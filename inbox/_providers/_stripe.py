@@ -17,7 +17,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
-from ._provider import Provider, ProviderConfig, Sample, specs
+from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["StripeSigner", "StripeVerifier"]
 
@@ -111,4 +111,5 @@ PROVIDER = Provider(
     sample=_sample,
     new_id=lambda: "evt_" + uuid.uuid4().hex,
     sample_type="payment_intent.succeeded",
+    dev_secret=dev_token("whsec_"),
 )

@@ -37,7 +37,7 @@ from ._base import (
     parse_form,
     require_header,
 )
-from ._provider import Provider, ProviderConfig, Sample, specs
+from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["TwilioSigner", "TwilioVerifier", "twilio_url_with_body_hash"]
 
@@ -216,4 +216,5 @@ PROVIDER = Provider(
     sample=_sample,
     posts_form=True,
     verifier_options=_verifier_options,
+    dev_secret=dev_token(),
 )
