@@ -196,9 +196,9 @@ class _WorkerWatch:
 
 def _dev(args: argparse.Namespace, settings: Settings) -> int:
     from inbox._cli.receiver import run_receiver
-    from inbox._core import (
-        migrate as _migrate,  # alembic is heavy: loaded by the commands that use it
-    )
+
+    # alembic is heavy: loaded by the commands that use it
+    from inbox._core import migrate as _migrate
 
     require_extra("uvicorn", "server", "inbox dev")
     signal.signal(signal.SIGTERM, _interrupt)

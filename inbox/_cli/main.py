@@ -45,9 +45,8 @@ def _one_line(message: str) -> str:
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
-    from inbox._core import (
-        migrate as _migrate,  # alembic is heavy: loaded by the commands that use it
-    )
+    # alembic is heavy: loaded by the commands that use it
+    from inbox._core import migrate as _migrate
 
     with database_url(settings) as url:
         _migrate.upgrade(url, args.revision)
@@ -56,9 +55,8 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
-    from inbox._core import (
-        migrate as _migrate,  # alembic is heavy: loaded by the commands that use it
-    )
+    # alembic is heavy: loaded by the commands that use it
+    from inbox._core import migrate as _migrate
 
     with database_url(settings) as url:
         _migrate.downgrade(url, args.revision)
@@ -67,9 +65,8 @@ def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_current(args: argparse.Namespace, settings: Settings) -> int:
-    from inbox._core import (
-        migrate as _migrate,  # alembic is heavy: loaded by the commands that use it
-    )
+    # alembic is heavy: loaded by the commands that use it
+    from inbox._core import migrate as _migrate
 
     with database_url(settings) as url:
         current = _migrate.current_revision(url)

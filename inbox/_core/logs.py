@@ -36,40 +36,44 @@ def _to_logging(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 class GuestLogger:
     """A logger that asks at each event who renders it (see the module's docstring)."""
 
-    __slots__ = ("_context", "_name")
+    __slots__ = ("_context", "_name", "_stdlib")
 
     def __init__(self, name: str, context: Mapping[str, Any] | None = None) -> None:
         self._name = name
         self._context = dict(context or {})
+        self._stdlib = logging.getLogger(name)
 
     def bind(self, **values: Any) -> GuestLogger:
         return GuestLogger(self._name, {**self._context, **values})
 
-    def _target(self) -> Any:
+    def _emit(self, method: str, level: int, event: str, values: dict[str, Any]) -> None:
         import structlog
 
         if structlog.is_configured():
-            return structlog.get_logger(self._name).bind(**self._context)
-        return structlog.wrap_logger(
-            logging.getLogger(self._name),
-            processors=[structlog.stdlib.filter_by_level, _to_logging],
-            wrapper_class=structlog.stdlib.BoundLogger,
-        ).bind(**self._context)
+            bound = structlog.get_logger(self._name).bind(**self._context)
+        else:
+            logger = self._stdlib
+            if not logger.isEnabledFor(level):
+                return  # the common case in a host: cheap, nothing built
+            bound = structlog.wrap_logger(
+                logger, processors=[_to_logging], wrapper_class=structlog.stdlib.BoundLogger
+            ).bind(**self._context)
+        getattr(bound, method)(event, **values)
 
     def debug(self, event: str, **values: Any) -> None:
-        self._target().debug(event, **values)
+        self._emit("debug", logging.DEBUG, event, values)
 
     def info(self, event: str, **values: Any) -> None:
-        self._target().info(event, **values)
+        self._emit("info", logging.INFO, event, values)
 
     def warning(self, event: str, **values: Any) -> None:
-        self._target().warning(event, **values)
+        self._emit("warning", logging.WARNING, event, values)
 
     def error(self, event: str, **values: Any) -> None:
-        self._target().error(event, **values)
+        self._emit("error", logging.ERROR, event, values)
 
     def exception(self, event: str, **values: Any) -> None:
-        self._target().exception(event, **values)
+        self._emit("exception", logging.ERROR, event, values)
 
 
 def get_logger(name: str) -> GuestLogger:
