@@ -22,6 +22,7 @@ __all__ = [
     "STATE_STYLES",
     "above_zero",
     "add_filter_arguments",
+    "add_page_arguments",
     "confirm",
     "event_ref",
     "events_table",
@@ -111,6 +112,15 @@ def add_filter_arguments(parser: argparse.ArgumentParser, *, states: bool = True
     group.add_argument("--until", type=_time, help="received before: ISO 8601, or 30m (ago)")
     group.add_argument("--key", help="the idempotency key (exact)")
     group.add_argument("--error", help="a substring of the last error (case-insensitive)")
+
+
+def add_page_arguments(parser: argparse.ArgumentParser) -> None:
+    """A listing's page (``--limit``, ``--before``, keyset) and ``--json``."""
+    parser.add_argument(
+        "--limit", type=positive_int, default=50, help="events per page (default 50)"
+    )
+    parser.add_argument("--before", type=positive_int, help="the page after this event id (keyset)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def filter_from_args(args: argparse.Namespace, ids: Sequence[int] | None = None) -> EventFilter:

@@ -12,12 +12,12 @@ from inbox import queries
 from inbox._cli.common import (
     STATE_STYLES,
     add_filter_arguments,
+    add_page_arguments,
     confirm,
     event_ref,
     events_table,
     filter_from_args,
     http_url,
-    positive_int,
     print_json,
 )
 from inbox._core.runtime import database_url
@@ -280,13 +280,7 @@ def register(commands: Any) -> None:
     )
     listing = events.add_parser("list", help="events, newest first, with filters")
     add_filter_arguments(listing)
-    listing.add_argument(
-        "--limit", type=positive_int, default=50, help="events per page (default 50)"
-    )
-    listing.add_argument(
-        "--before", type=positive_int, help="the page after this event id (keyset)"
-    )
-    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    add_page_arguments(listing)
     listing.set_defaults(handler=_events_list)
     show = events.add_parser("show", help="one event: headers, body, deliveries, attempts")
     show.add_argument("ref", type=event_ref, help="an event id, or SOURCE:KEY")

@@ -10,6 +10,7 @@ from inbox import queries
 from inbox._cli.common import (
     above_zero,
     add_filter_arguments,
+    add_page_arguments,
     confirm,
     events_table,
     filter_from_args,
@@ -176,13 +177,7 @@ def register(commands: Any) -> None:
     )
     listing = dead.add_parser("list", help="dead-lettered events, newest first")
     add_filter_arguments(listing, states=False)
-    listing.add_argument(
-        "--limit", type=positive_int, default=50, help="events per page (default 50)"
-    )
-    listing.add_argument(
-        "--before", type=positive_int, help="the page after this event id (keyset)"
-    )
-    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    add_page_arguments(listing)
     listing.set_defaults(handler=_dead_list)
     retry = dead.add_parser("retry", help="queue dead letters again (all, or those selected)")
     _replay_options(retry)
