@@ -13,7 +13,6 @@ import platform
 import shlex
 import signal
 import statistics
-import sys
 import tempfile
 import uuid
 import warnings
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = Path(__file__).resolve().parent / "out"
@@ -30,14 +29,6 @@ OUT_DIR = Path(__file__).resolve().parent / "out"
 
 def with_dbname(conninfo: str, dbname: str) -> str:
     return make_conninfo(conninfo, dbname=dbname)
-
-
-def redact(conninfo: str) -> str:
-    params = conninfo_to_dict(conninfo)
-    if "password" in params:
-        params["password"] = "***"  # noqa: S105 - a placeholder, not a secret
-        return make_conninfo(**params)
-    return conninfo
 
 
 @contextlib.contextmanager
@@ -129,13 +120,26 @@ def child_env(url: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+def _in_checkout(arg: str) -> str:
+    """An argument that names a file of this checkout, relative to the checkout."""
+    path = Path(arg)
+    if path.is_absolute() and path.is_relative_to(REPO):
+        return path.relative_to(REPO).as_posix()
+    return arg
+
+
 def command_line(module: str, argv: Sequence[str]) -> str:
-    """How to repeat this run: the command, with the server override (its password hidden)."""
-    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", module, *argv])
-    env_url = os.environ.get("INBOX_BENCH_DATABASE_URL")
-    if env_url:
-        command = f"INBOX_BENCH_DATABASE_URL={shlex.quote(redact(env_url))} {command}"
-    return f"PYTHONPATH=. {command}"
+    """How to repeat this run, from the repository's root in the project's environment.
+
+    Nothing in it is this machine's: not the interpreter's path (``python`` is the project's
+    environment's), not a file's absolute path inside the checkout, not the server's URL
+    (the report's ``server`` line says it came from ``INBOX_BENCH_DATABASE_URL``).
+    """
+    args = ["python", "-m", module, *(_in_checkout(a) for a in argv)]
+    command = " ".join(shlex.quote(a) for a in args)
+    if os.environ.get("INBOX_BENCH_DATABASE_URL"):
+        command = f"INBOX_BENCH_DATABASE_URL=... {command}"
+    return command
 
 
 def _proc_field(path: str, name: str) -> str | None:

@@ -1,9 +1,10 @@
-"""The peers' side of benchmarks.processing: runs in the peers' own virtual environment.
+"""The peers' side of benchmarks.processing: runs in the peers' own virtual environment
+(``benchmarks/peers.txt``, made by ``python -m benchmarks peers-env``).
 
 Not imported by the product's benchmarks (it imports procrastinate / pgqueuer, which the
 product's environment does not have); ``benchmarks.processing`` runs it as a subprocess:
 
-    /work/peers-venv/bin/python benchmarks/_peer_worker.py install pgqueuer URL
+    benchmarks/.peers-venv/bin/python benchmarks/_peer_worker.py install pgqueuer URL
     ... enqueue SYSTEM URL N                      # the backlog, through the peer's own API
     ... work SYSTEM URL [--driver] [--batch-size] [--concurrency] [--record FILE]
     ... write SYSTEM URL --count N --gap-ms LO-HI --out FILE [--driver]

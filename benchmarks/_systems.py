@@ -8,7 +8,6 @@ peers run from their own virtual environment through ``_peer_worker.py``.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import signal
 import subprocess
@@ -31,7 +30,6 @@ from benchmarks.ingest import make_body, make_headers
 from inbox._core import migrate as _migrate
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
-DEFAULT_PEERS_PYTHON = "/work/peers-venv/bin/python"
 EVENT_TYPE = "invoice.paid"
 
 # --- the systems ----------------------------------------------------------------------------
@@ -334,18 +332,6 @@ def check_inbox_result(url: str, system: System, backlog: int) -> str:
 # --- templates and peers -------------------------------------------------------------------
 
 
-def peer_versions(peers_python: str | None) -> str:
-    if not peers_python:
-        return "peers not installed"
-    code = (
-        "import importlib.metadata as m;"
-        "print(', '.join(f'{p} {m.version(p)}' for p in"
-        " ('procrastinate', 'pgqueuer', 'psycopg', 'asyncpg')))"
-    )
-    done = subprocess.run([peers_python, "-c", code], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or done.stderr.strip()
-
-
 def make_templates(server: str, peers_python: str | None, families: set[str]) -> dict[str, str]:
     templates: dict[str, str] = {}
     tag = f"{random.getrandbits(32):08x}"
@@ -379,13 +365,6 @@ def templates_of(
     finally:
         for name in templates.values():
             drop_database(server, name)
-
-
-def default_peers_python() -> str | None:
-    found = os.environ.get("INBOX_BENCH_PEERS_PYTHON")
-    if found is None and Path(DEFAULT_PEERS_PYTHON).exists():
-        found = DEFAULT_PEERS_PYTHON
-    return found
 
 
 def named_systems(text: str, peers_python: str | None) -> list[System]:

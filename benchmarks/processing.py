@@ -6,10 +6,10 @@ PGQueuer, on one server.
     python -m benchmarks.processing --figures throughput --backlog 20000
     python -m benchmarks.processing --figures sweep  # the peers' configurations, side by side
 
-The peers run from their own virtual environment (``--peers-python``, default
-``/work/peers-venv/bin/python``; ``python3 -m venv /work/peers-venv && /work/peers-venv/bin/pip
-install 'procrastinate==3.10.*' 'pgqueuer==1.6.*' 'psycopg[binary]' asyncpg``) through
-``benchmarks/_peer_worker.py``; a peer that is not installed is skipped with a note.
+The peers run from their own virtual environment, pinned by ``benchmarks/peers.txt`` and made
+by ``python -m benchmarks peers-env`` (``benchmarks/.peers-venv``; elsewhere, name its
+interpreter with ``--peers-python`` or ``INBOX_BENCH_PEERS_PYTHON``), through
+``benchmarks/_peer_worker.py``; without it the peers are skipped with a note.
 
 **Throughput.** A backlog of --backlog events (default 50,000) is loaded before any worker
 starts; then 1 or 2 worker processes drain it. pg-inbox: ``inbox worker --app
@@ -65,17 +65,16 @@ from benchmarks._common import (
     write_report,
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
+from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
 from benchmarks._scale import RssResult, ScaleRow, render_scale, run_rss, run_scale
 from benchmarks._systems import (
     Drain,
     Env,
     System,
     check_inbox_result,
-    default_peers_python,
     drain,
     load_backlog,
     named_systems,
-    peer_versions,
     templates_of,
 )
 
@@ -277,7 +276,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--rss-events", type=int, default=200_000, help="0: no RSS figure")
     p.add_argument("--poll-ms", type=float, default=50.0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per drain, at most")
-    p.add_argument("--peers-python", default=default_peers_python())
+    p.add_argument("--peers-python", default=default_peers_python(), help=PEERS_HELP)
     p.add_argument("--out", type=Path, default=OUT_DIR / "processing.md")
     args = p.parse_args(argv)
     if args.quick:
@@ -324,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "# pg-inbox processing benchmark",
             "",
             *run_facts(command_line("benchmarks.processing", argv), facts, where),
-            f"- peers ({args.peers_python}): {peer_versions(args.peers_python)}",
+            f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}",
         ]
         print("\n".join(header), flush=True)
         with templates_of(server, args.peers_python, plan.families) as templates:

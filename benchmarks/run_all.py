@@ -1,8 +1,13 @@
 """``python -m benchmarks all``: every figure of issue 6 on one PostgreSQL server, one report.
 
     pip install -e '.[dev,bench]'                    # matplotlib, for the chart
+    python -m benchmarks peers-env                   # the peers, pinned by benchmarks/peers.txt
     python -m benchmarks all                         # the issue's sizes: about 50 min on 2 cores
-    python -m benchmarks all --quick --out /tmp/RESULTS.md --chart /tmp/results.png  # ~3 min
+    python -m benchmarks all --quick --out benchmarks/out/RESULTS.md \
+        --chart benchmarks/out/results.png           # a smoke run, ~3 min
+
+Run from the repository's root, with the project's environment's ``python`` (the commands
+the report writes are in that form).
 
 Runs, in order, on one server (the embedded PostgreSQL, or ``INBOX_BENCH_DATABASE_URL``):
 
@@ -49,13 +54,12 @@ from benchmarks._common import (
     stop_cleanly_on_signals,
 )
 from benchmarks._latency import run_latency_cells
+from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
 from benchmarks._report import FIGURES, AllResults, Section, document
 from benchmarks._scale import run_rss, run_scale
 from benchmarks._systems import (
     Env,
-    default_peers_python,
     named_systems,
-    peer_versions,
     templates_of,
 )
 from benchmarks.processing import DEFAULT_LATENCY, DEFAULT_THROUGHPUT, Plan, run_throughput
@@ -134,7 +138,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     more.add_argument("--gap-ms", default="20-80", help="wake latency: gap between writes")
     more.add_argument("--poll-ms", type=float, default=50.0, help="drain: poll interval")
     more.add_argument("--timeout", type=float, default=900.0, help="seconds per drain, at most")
-    more.add_argument("--peers-python", default=default_peers_python())
+    more.add_argument("--peers-python", default=default_peers_python(), help=PEERS_HELP)
     args = p.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:
@@ -297,8 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         facts = server_facts(server)
         header = [
             *run_facts(command_line("benchmarks", ["all", *argv]), facts, where),
-            f"- measured: pg-inbox at commit {checkout()}; peers ({args.peers_python}):"
-            f" {peer_versions(args.peers_python)}",
+            f"- measured: pg-inbox at commit {checkout()};"
+            f" peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}",
         ]
         print("\n".join(header), flush=True)
         results = AllResults(header, plan_of(args))

@@ -17,7 +17,7 @@ from inbox._core.errors import (
     ReplayNotFoundError,
     VerificationError,
 )
-from inbox._core.lazy import load_lazily
+from inbox._core.lazy import load_lazily, own_exports
 from inbox._writing.plan import WriteResult
 from inbox._writing.writer import InboxWriter
 from inbox._writing.writer_async import AsyncInboxWriter
@@ -69,3 +69,5 @@ __all__ = [
     "create_app",
     "load_settings",
 ]
+
+own_exports(globals())

@@ -15,6 +15,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Literal
 
+from processors._errors import ProcessingError
 from processors._event import Retry
 
 __all__ = [
@@ -82,16 +83,16 @@ class Decision:
     error_traceback: str | None = None
 
 
-class HandlerTimeoutError(Exception):
+class HandlerTimeoutError(ProcessingError):
     """The handler did not finish within its deadline."""
 
 
-class HandlerLeftTransactionAbortedError(Exception):
+class HandlerLeftTransactionAbortedError(ProcessingError):
     """The handler returned normally after one of its statements failed: the transaction is
     aborted, so nothing it wrote can commit."""
 
 
-class NoRouteError(Exception):
+class NoRouteError(ProcessingError):
     """No handler is routed for the event (with ``unrouted = "fail"``)."""
 
 

@@ -30,6 +30,7 @@ from processors._decide import (
     outcome_counts,
     reconnect_delay,
 )
+from processors._errors import ProcessingError
 from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
@@ -54,7 +55,7 @@ ConnectionTriple = tuple[
 ]
 
 
-class CommitOutcomeUnknownError(Exception):
+class CommitOutcomeUnknownError(ProcessingError):
     def __init__(self, event_ids: list[int]) -> None:
         self.event_ids = event_ids
         super().__init__(f"connection lost during COMMIT of {len(event_ids)} events")

@@ -39,3 +39,22 @@ def test_a_storm_of_duplicates_is_processed_exactly_once(db_url: str, tmp_path: 
     )
     assert run.exactly_once
     assert run.mismatches() == []
+
+
+def test_the_console_benchmark_runs_at_a_smoke_size(
+    tmp_path: Path, pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m benchmarks console` fills, times the API and the pages, and reports."""
+    from benchmarks import console
+
+    monkeypatch.setenv("INBOX_BENCH_DATABASE_URL", pg_server)
+    # the benchmark's own signal handlers are for its command line, not for pytest's process
+    monkeypatch.setattr(console, "stop_cleanly_on_signals", lambda: None)
+    out = tmp_path / "console.md"
+    code = console.main(
+        ["--events", "2000", "--calls", "3", "--runs", "1", "--pages", "--out", str(out)]
+    )
+    assert code == 0
+    report = out.read_text()
+    assert "| event detail |" in report
+    assert "| GET /events/{id} (detail) |" in report

@@ -1,7 +1,8 @@
-"""The exported names are the documented contract (DESIGN.md); the layering holds."""
+"""The exported names are the documented contract (the README); the layering holds."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,57 @@ def test_operator_api_exports_are_sorted_and_present() -> None:
         queries.__all__
     )
     assert {"Event", "Retry", "Router", "replay", "retry_dead"} <= set(processors.__all__)
+
+
+def _loaded_in_a_fresh_interpreter(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return result.stdout.strip()
+
+
+def test_exported_classes_and_functions_report_their_package_as_their_module() -> None:
+    import processors
+
+    for package in (inbox, processors):
+        for name in package.__all__:
+            value = getattr(package, name)  # loads a lazily exported name
+            if inspect.isclass(value) or inspect.isfunction(value):
+                assert value.__module__ == package.__name__, f"{package.__name__}.{name}"
+    assert processors.Router.__module__ == "processors"
+    # A lazily loaded name is claimed when it loads, before any other code sees it.
+    code = "import inbox; print(inbox.create_app.__module__, inbox.Receiver.__module__)"
+    assert _loaded_in_a_fresh_interpreter(code) == "inbox inbox"
+
+
+def test_processing_errors_are_inbox_errors_and_exported() -> None:
+    import processors
+
+    processing = {"HandlerTimeoutError", "HandlerLeftTransactionAbortedError", "NoRouteError"}
+    processing |= {"CommitOutcomeUnknownError", "ProcessingError"}
+    assert processing <= set(processors.__all__)
+    for name in processing:
+        error = getattr(processors, name)
+        assert issubclass(error, processors.ProcessingError)
+        assert issubclass(error, inbox.InboxError)
+    # Every exception class the processing side defines is one of the exported errors,
+    # except the handler's request to retry and the batch runner's private signal.
+    defined = {
+        obj
+        for module_name, module in sys.modules.items()
+        if module_name.startswith("processors.")
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, BaseException)
+        and obj.__module__.startswith("processors")
+    }
+    assert {e.__name__ for e in defined} == processing | {"Retry", "_Undo"}
+    assert not issubclass(processors.Retry, inbox.InboxError)
+
+
+def test_both_packages_ship_py_typed() -> None:
+    import processors
+
+    for package in (inbox, processors):
+        assert package.__file__ is not None
+        assert (Path(package.__file__).parent / "py.typed").is_file()

@@ -290,3 +290,21 @@ def test_a_writer_takes_a_connection_string_or_a_pool_not_both(db_url: str) -> N
     finally:
         pool.close()
     assert _count(db_url, "inbox_events") == 1
+
+
+@pytest.mark.parametrize("writer_class", [InboxWriter, AsyncInboxWriter])
+def test_both_writers_check_their_arguments_before_making_a_pool(
+    writer_class: type[InboxWriter] | type[AsyncInboxWriter],
+) -> None:
+    # One base checks the arguments of both twins; nothing here may connect (no database).
+    name = writer_class.__name__
+    with pytest.raises(TypeError, match=f"^{name} needs a connection string or pool=$"):
+        writer_class()
+    with pytest.raises(TypeError, match=f"^{name} takes a connection string or pool=, not both$"):
+        writer_class("postgresql://nowhere.invalid/x", pool=object())  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name}\(notify=\.\.\.\) must be one of 'after_commit', 'in_transaction', "
+        r"'off', got 'later'$",
+    ):
+        writer_class("postgresql://nowhere.invalid/x", notify="later")  # type: ignore[arg-type]

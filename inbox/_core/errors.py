@@ -3,7 +3,7 @@
 Every error is an ``InboxError`` and carries the context that locates it::
 
     InboxError
-    ├── ConfigError              a settings file or variable is invalid (file, field)
+    ├── ConfigError              a settings file or variable is invalid (path, field)
     ├── InvalidWriteError        a write was refused before any SQL ran (source, key)
     ├── DatabaseUnavailableError PostgreSQL could not be reached or dropped the connection
     ├── EmbeddedPostgresError    the embedded PostgreSQL could not be started
@@ -12,9 +12,23 @@ Every error is an ``InboxError`` and carries the context that locates it::
     ├── RefusedError             an operator action was refused before it changed anything
     │                            (a prune inside the minimum window, a replay without a reason)
     ├── ReplayNotFoundError      no replay run has that id (replay_id)
-    └── VerificationError        a webhook's signature or timestamp did not verify (reason)
+    ├── VerificationError        a webhook's signature or timestamp did not verify (reason)
+    └── processors.ProcessingError     an event's attempt failed for a reason of the
+        │                              worker's, not the handler's own exception
+        ├── HandlerTimeoutError        the handler ran past handler_timeout_seconds
+        ├── HandlerLeftTransactionAbortedError
+        │                              the handler returned after one of its statements
+        │                              failed: the transaction is aborted, nothing commits
+        ├── NoRouteError               no handler is routed (with unrouted = "fail")
+        └── CommitOutcomeUnknownError  the connection broke during a batch's COMMIT
+                                       (event_ids); the worker checks what committed
 
-Driver (psycopg) errors are translated into these at one boundary, ``inbox._core.db``.
+The ``processors`` side defines its branch (``ProcessingError`` in ``processors._errors``,
+each subclass where it is raised; all exported from ``processors``); ``inbox`` never imports
+it. The worker records a processing error as the
+attempt's ``error_class``; the handler's own exceptions are recorded as they are, and
+``processors.Retry`` is a request, not an error. Driver (psycopg) errors are translated into
+these at one boundary, ``inbox._core.db``.
 """
 
 from __future__ import annotations

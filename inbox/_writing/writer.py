@@ -1,6 +1,7 @@
 """``InboxWriter``: append webhooks to the inbox from synchronous code (Django, Flask, ...).
 
-A thin shell over ``inbox._writing.plan``; ``inbox._writing.writer_async`` is its async twin.
+A thin shell over ``inbox._writing.base`` (arguments, the plan of a write) and
+``inbox._writing.plan`` (checks, statements); ``inbox._writing.writer_async`` is its async twin.
 """
 
 from __future__ import annotations
@@ -9,35 +10,26 @@ import threading
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from inbox._core.db import translate_driver_errors
-from inbox._core.errors import InboxError
-from inbox._core.logs import get_logger
 from inbox._core.pool_care import PoolCare
-from inbox._writing.plan import (
-    MAX_WRITE_ROUNDS,
-    NOTIFY_WORK,
-    PING,
-    NotifyCoalescer,
-    WriteResult,
-    owned_pool_options,
-    prepare_write,
-    read_result,
-    write_query,
+from inbox._writing.base import (
+    WriterBase,
+    log,
+    rounds_exhausted,
+    write_rounds,
 )
+from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
 
 __all__ = ["InboxWriter"]
 
-NotifyMode = Literal["after_commit", "in_transaction", "off"]
-log = get_logger("inbox.writer")
 
-
-class InboxWriter:
+class InboxWriter(WriterBase[ConnectionPool]):
     """Appends raw webhooks to the inbox log; one round trip for a new event.
 
     Give it a connection string (it then owns a pool of autocommit connections) or your own
@@ -47,38 +39,17 @@ class InboxWriter:
     ``options="-c statement_timeout=5000"``, ...).
     """
 
-    def __init__(
-        self,
-        dsn: str | None = None,
-        *,
-        pool: ConnectionPool | None = None,
-        notify: NotifyMode = "after_commit",
-        notify_interval_seconds: float = 0.01,
-        min_size: int = 1,
-        max_size: int = 10,
-        timeout_seconds: float = 5.0,
-        connection_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._owns_pool = pool is None
-        self._care: PoolCare | None = None
-        if pool is None:
-            if dsn is None:
-                raise TypeError("InboxWriter needs a connection string or pool=")
-            options = owned_pool_options(
-                min_size=min_size,
-                max_size=max_size,
-                timeout_seconds=timeout_seconds,
-                connection_kwargs=connection_kwargs,
-            )
-            self._care = PoolCare(dsn)
-            pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
-            self._care.attach(pool)
-            pool.open()
-        elif dsn is not None:
-            raise TypeError("InboxWriter takes a connection string or pool=, not both")
-        self._pool: ConnectionPool = pool
-        self._notify = notify
-        self._coalescer = NotifyCoalescer(notify_interval_seconds)
+    # Set when the writer makes its own pool: prompt reconnection after a server restart.
+    _care: PoolCare | None = None
+
+    def _make_pool(self, dsn: str, options: dict[str, Any]) -> ConnectionPool:
+        self._care = PoolCare(dsn)
+        pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
+        self._care.attach(pool)
+        pool.open()
+        return pool
+
+    def _init_io(self) -> None:
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
 
@@ -99,26 +70,10 @@ class InboxWriter:
         Raises ``InvalidWriteError`` before any SQL for bad input, and
         ``DatabaseUnavailableError`` when the write could not be committed.
         """
-        in_callers_txn = conn is not None and not conn.autocommit
-        params = prepare_write(
-            source=source,
-            key=key,
-            body=body,
-            headers=headers,
-            event_type=event_type,
-            verifier=verifier,
-            notify_in_transaction=self._notify == "in_transaction"
-            or (in_callers_txn and self._notify != "off"),
-        )
+        plan = self._plan(source, key, body, headers, event_type, verifier, conn)
         with translate_driver_errors(f"writing {source}:{key}"):
-            if conn is not None:
-                result = self._run(conn, params)
-            else:
-                with self._pool.connection() as own:
-                    result = self._run(own, params)
-                    if not own.autocommit:
-                        own.commit()
-        if result.is_new and not params["notify"] and not in_callers_txn and self._notify != "off":
+            result = self._write_one(plan.params) if conn is None else self._run(conn, plan.params)
+        if self._owes_wake_up(plan, result):
             self._after_commit()
         return result
 
@@ -132,16 +87,22 @@ class InboxWriter:
         with translate_driver_errors("checking the database"), self._pool.connection() as conn:
             conn.execute(PING)
 
-    def _run(self, conn: psycopg.Connection[Any], params: dict[str, object]) -> WriteResult:
-        for round_no in range(MAX_WRITE_ROUNDS):
-            # The caller's connection may have any row factory; ours reads tuples.
-            row = (
-                conn.cursor(row_factory=tuple_row).execute(write_query(round_no), params).fetchone()
-            )
-            result = read_result(row)
+    def _write_one(self, params: dict[str, Any]) -> WriteResult:
+        """One write on a connection of the pool, committed."""
+        with self._pool.connection() as own:
+            result = self._run(own, params)
+            if not own.autocommit:
+                own.commit()
+        return result
+
+    def _run(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> WriteResult:
+        # The caller's connection may have any row factory; ours reads tuples.
+        cursor = conn.cursor(row_factory=tuple_row)
+        for query in write_rounds():
+            result = read_result(cursor.execute(query, params).fetchone())
             if result is not None:
                 return result
-        raise InboxError(f"could not write or find {params['source']}:{params['key']}")
+        raise rounds_exhausted(params)
 
     def _after_commit(self) -> None:
         delay = self._coalescer.after_commit(time.monotonic())

@@ -1,6 +1,7 @@
 """``AsyncInboxWriter``: the async twin of ``InboxWriter`` (Starlette, FastAPI, ...).
 
-The logic lives in ``inbox._writing.plan``; this shell only awaits the I/O.
+The logic lives in ``inbox._writing.base`` and ``inbox._writing.plan``; this shell only awaits
+the I/O, and group-commits standalone writes (``inbox._writing.groups``).
 """
 
 from __future__ import annotations
@@ -16,67 +17,37 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from inbox._core.db import translate_driver_errors
-from inbox._core.errors import InboxError
-from inbox._core.logs import get_logger
 from inbox._core.pool_care import AsyncPoolCare
-from inbox._writing.groups import WriteGroups
-from inbox._writing.plan import (
-    MAX_WRITE_ROUNDS,
-    NOTIFY_WORK,
-    PING,
-    NotifyCoalescer,
-    WriteResult,
-    owned_pool_options,
-    prepare_write,
-    read_result,
-    write_query,
+from inbox._writing.base import (
+    WriterBase,
+    log,
+    rounds_exhausted,
+    write_rounds,
 )
-from inbox._writing.writer import NotifyMode
+from inbox._writing.groups import WriteGroups
+from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
 
 __all__ = ["AsyncInboxWriter"]
 
-log = get_logger("inbox.writer")
 
-
-class AsyncInboxWriter:
+class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
     """Appends raw webhooks to the inbox log from async code; see ``InboxWriter``.
 
     Use it as ``async with AsyncInboxWriter(dsn) as w`` or call ``await w.open()`` first
     (the first write opens it too).
     """
 
-    def __init__(
-        self,
-        dsn: str | None = None,
-        *,
-        pool: AsyncConnectionPool | None = None,
-        notify: NotifyMode = "after_commit",
-        notify_interval_seconds: float = 0.01,
-        min_size: int = 1,
-        max_size: int = 10,
-        timeout_seconds: float = 5.0,
-        connection_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._owns_pool = pool is None
-        self._care: AsyncPoolCare | None = None
-        if pool is None:
-            if dsn is None:
-                raise TypeError("AsyncInboxWriter needs a connection string or pool=")
-            options = owned_pool_options(
-                min_size=min_size,
-                max_size=max_size,
-                timeout_seconds=timeout_seconds,
-                connection_kwargs=connection_kwargs,
-            )
-            self._care = AsyncPoolCare(dsn)
-            pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
-            self._care.attach(pool)
-        elif dsn is not None:
-            raise TypeError("AsyncInboxWriter takes a connection string or pool=, not both")
-        self._pool: AsyncConnectionPool = pool
+    # Set when the writer makes its own pool: prompt reconnection after a server restart.
+    _care: AsyncPoolCare | None = None
+
+    def _make_pool(self, dsn: str, options: dict[str, Any]) -> AsyncConnectionPool:
+        self._care = AsyncPoolCare(dsn)
+        pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
+        self._care.attach(pool)
+        return pool
+
+    def _init_io(self) -> None:
         self._opened = not self._owns_pool
-        self._notify = notify
-        self._coalescer = NotifyCoalescer(notify_interval_seconds)
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         # Standalone writes are group-committed. A few group statements in flight keep the
@@ -84,7 +55,7 @@ class AsyncInboxWriter:
         # cores: 4 in flight beat 1, 8 and 16); the other connections serve the writes that
         # go singly (duplicates, failures).
         self._groups = WriteGroups(
-            pool, self._write_one, max_in_flight=max(1, min(4, pool.max_size // 2))
+            self._pool, self._write_one, max_in_flight=max(1, min(4, self._pool.max_size // 2))
         )
 
     async def open(self) -> None:
@@ -105,27 +76,17 @@ class AsyncInboxWriter:
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> WriteResult:
         """Append one delivery; see ``InboxWriter.write``."""
-        in_callers_txn = conn is not None and not conn.autocommit
-        params = prepare_write(
-            source=source,
-            key=key,
-            body=body,
-            headers=headers,
-            event_type=event_type,
-            verifier=verifier,
-            notify_in_transaction=self._notify == "in_transaction"
-            or (in_callers_txn and self._notify != "off"),
-        )
+        plan = self._plan(source, key, body, headers, event_type, verifier, conn)
         with translate_driver_errors(f"writing {source}:{key}"):
             if conn is not None:
-                result = await self._run(conn, params)
+                result = await self._run(conn, plan.params)
             else:
                 await self.open()
-                if params["notify"]:
-                    result = await self._write_one(params)
+                if plan.notifies_in_statement:
+                    result = await self._write_one(plan.params)
                 else:
-                    result = await self._groups.write(params)
-        if result.is_new and not params["notify"] and not in_callers_txn and self._notify != "off":
+                    result = await self._groups.write(plan.params)
+        if self._owes_wake_up(plan, result):
             await self._after_commit()
         return result
 
@@ -142,7 +103,7 @@ class AsyncInboxWriter:
                 await conn.execute(PING)
 
     async def _write_one(self, params: dict[str, Any]) -> WriteResult:
-        """One write on a connection of its own, committed."""
+        """One write on a connection of the pool, committed."""
         async with self._pool.connection() as own:
             result = await self._run(own, params)
             if not own.autocommit:
@@ -150,14 +111,14 @@ class AsyncInboxWriter:
         return result
 
     async def _run(self, conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> WriteResult:
-        for round_no in range(MAX_WRITE_ROUNDS):
-            # The caller's connection may have any row factory; ours reads tuples.
-            cursor = conn.cursor(row_factory=tuple_row)
-            await cursor.execute(write_query(round_no), params)
+        # The caller's connection may have any row factory; ours reads tuples.
+        cursor = conn.cursor(row_factory=tuple_row)
+        for query in write_rounds():
+            await cursor.execute(query, params)
             result = read_result(await cursor.fetchone())
             if result is not None:
                 return result
-        raise InboxError(f"could not write or find {params['source']}:{params['key']}")
+        raise rounds_exhausted(params)
 
     async def _after_commit(self) -> None:
         delay = self._coalescer.after_commit(time.monotonic())

@@ -14,10 +14,6 @@ from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings
 
 XSS = "<script>alert('x')</script>"
-TRACEBACK = (
-    'Traceback (most recent call last):\n  File "handlers.py", line 7, in xss\n'
-    f"    raise ValueError(note)\nValueError: {XSS}"
-)
 PAGING_COUNT = 60
 DEAD_COUNT = 3
 
@@ -113,16 +109,6 @@ def seed(url: str) -> Seeded:
             for source in ("github", "slack")
         ]
     settle(url)
-    with psycopg.connect(url) as conn:
-        # The worker of this branch does not store tracebacks yet (migration 0004 added the
-        # column): one failed attempt carries one, as a worker that does would write it.
-        conn.execute(
-            "insert into inbox_attempts (event_id, attempt, started_at, outcome, handler,"
-            " worker, error_class, error_message, error_traceback)"
-            " values (%s, 3, now(), 'failed', 'tests.console._seed.xss', 'seed', 'ValueError',"
-            " %s, %s)",
-            [xss_event, XSS, TRACEBACK],
-        )
     with InboxWriter(url) as w:
         pending = w.write("shop", "late-1", b'{"n": 1}', event_type="order.paid").event_id
     return Seeded(
