@@ -18,8 +18,8 @@ import anyio
 import psycopg
 
 from benchmarks import _apps
-from inbox._logging import configure_logging
-from inbox._settings import WorkerSettings
+from inbox._cli.logs import configure_logging
+from inbox._core.settings import WorkerSettings
 from processors import Worker
 
 COUNTS: collections.Counter[str] = collections.Counter()

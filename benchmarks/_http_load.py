@@ -21,7 +21,7 @@ import anyio
 import anyio.streams.buffered
 import httpx
 
-from inbox.verifiers import Signer, build_signer
+from inbox._providers import Signer, build_signer
 
 # A fixed benchmark secret, configured on the benchmark's `inbox serve` source.
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # noqa: S105

@@ -27,7 +27,7 @@ from benchmarks._common import (
     drop_database,
 )
 from benchmarks.ingest import make_body, make_headers
-from inbox import _migrate
+from inbox._core import migrate as _migrate
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
 EVENT_TYPE = "invoice.paid"

@@ -49,7 +49,8 @@ from benchmarks._common import (
     stop_cleanly_on_signals,
     write_report,
 )
-from inbox import _migrate, queries
+from inbox import queries
+from inbox._core import migrate as _migrate
 from inbox.queries import EventFilter
 
 GOAL_P99_MS = 100.0
@@ -286,7 +287,7 @@ def page_timings(
     try:
         import httpx
 
-        from inbox._settings import Settings
+        from inbox._core.settings import Settings
         from inbox.console import create_app
     except ImportError:
         return None

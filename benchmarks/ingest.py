@@ -66,9 +66,10 @@ from benchmarks._common import (
     stop_cleanly_on_signals,
     write_report,
 )
-from inbox import AsyncInboxWriter, InboxWriter, _migrate
-from inbox._sql import NOTIFY_CHANNEL
-from inbox._write_plan import INSERT_EVENT
+from inbox import AsyncInboxWriter, InboxWriter
+from inbox._core import migrate as _migrate
+from inbox._core.sql import NOTIFY_CHANNEL
+from inbox._writing.plan import INSERT_EVENT
 
 SOURCE = "bench"
 EVENT_TYPE = "invoice.paid"

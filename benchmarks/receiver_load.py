@@ -44,7 +44,7 @@ from benchmarks._common import (
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
 from benchmarks._servers import inbox_serve, noop_endpoint
-from inbox import _migrate
+from inbox._core import migrate as _migrate
 
 WARMUP_REQUESTS = 200
 INBOX_TARGET = "inbox serve"

@@ -5,7 +5,7 @@ This package never imports ``processors``: the writer embeds in web apps that ru
 
 from typing import TYPE_CHECKING, Any
 
-from inbox._errors import (
+from inbox._core.errors import (
     ConfigError,
     DatabaseUnavailableError,
     EmbeddedPostgresError,
@@ -17,24 +17,29 @@ from inbox._errors import (
     ReplayNotFoundError,
     VerificationError,
 )
-from inbox._lazy import load_lazily, own_exports
-from inbox._settings import Settings, SourceSettings, load_settings
-from inbox._write_plan import WriteResult
-from inbox._writer import InboxWriter
-from inbox._writer_async import AsyncInboxWriter
+from inbox._core.lazy import load_lazily, own_exports
+from inbox._writing.plan import WriteResult
+from inbox._writing.writer import InboxWriter
+from inbox._writing.writer_async import AsyncInboxWriter
 
 if TYPE_CHECKING:
-    from inbox._asgi import create_app
-    from inbox._metrics import ReceiverMetrics
-    from inbox._receiver_core import Receiver, ReceiverResponse
+    from inbox._core.settings import Settings, SourceSettings, load_settings
+    from inbox._receiving.metrics import ReceiverMetrics
+    from inbox._receiving.receiver import Receiver, ReceiverResponse
+    from inbox.contrib._asgi import create_app
 
 # The receiver's names pull in Starlette, prometheus-client and the verifiers: an app that
 # only embeds the writer should not pay for them, so they load on first use.
+#
+# Settings pull in pydantic-settings (about 50 ms): a writer given its URL never reads them.
 _LAZY = {
-    "create_app": "inbox._asgi",
-    "ReceiverMetrics": "inbox._metrics",
-    "Receiver": "inbox._receiver_core",
-    "ReceiverResponse": "inbox._receiver_core",
+    "Settings": "inbox._core.settings",
+    "SourceSettings": "inbox._core.settings",
+    "load_settings": "inbox._core.settings",
+    "create_app": "inbox.contrib._asgi",
+    "ReceiverMetrics": "inbox._receiving.metrics",
+    "Receiver": "inbox._receiving.receiver",
+    "ReceiverResponse": "inbox._receiving.receiver",
 }
 
 

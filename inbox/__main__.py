@@ -2,6 +2,6 @@
 
 import sys
 
-from inbox._cli import main
+from inbox._cli.main import main
 
 sys.exit(main())

@@ -21,7 +21,7 @@ connections from a pool::
     queries.audit(db, limit=50, cursor=None)  # replays, retries, prunes, newest first
 
 Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retry_dead``
-(``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in ``inbox._replay``;
+(``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in ``inbox._operations.replay``;
 ``processors`` re-exports them). They take ``actor=`` and ``via=`` (``"cli"``,
 ``"console"`` or ``"api"``, the default), recorded in the audit; a preview
 (``dry_run=True``) says how many of the selected events are ``already_processed``::
@@ -41,11 +41,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-import structlog
 
-from inbox._db import translate_driver_errors
-from inbox._errors import EventNotFoundError, RefusedError, ReplayNotFoundError
-from inbox._operator_models import (
+from inbox._core.db import translate_driver_errors
+from inbox._core.errors import EventNotFoundError, RefusedError, ReplayNotFoundError
+from inbox._core.logs import get_logger
+from inbox._operations.models import (
     Activity,
     ActivityPoint,
     Attempt,
@@ -69,12 +69,12 @@ from inbox._operator_models import (
     decode_cursor,
     encode_cursor,
 )
-from inbox._operator_store import LogStore
-from inbox._receiver_scrape import receiver_rejections
-from inbox._term import human_duration
+from inbox._operations.receiver_scrape import receiver_rejections
+from inbox._operations.store import LogStore
+from inbox._operations.term import human_duration
 
 if TYPE_CHECKING:
-    from inbox._replay import ReplayResult, replay, replay_runs, retry_dead
+    from inbox._operations.replay import ReplayResult, replay, replay_runs, retry_dead
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -123,16 +123,16 @@ __all__ = [
     "status",
 ]
 
-log = structlog.get_logger("inbox.queries")
+log = get_logger("inbox.queries")
 
-# Replays live in inbox._replay, which builds on this module: they load on first use.
+# Replays live in inbox._operations.replay, which builds on this module: they load on first use.
 _REPLAY_NAMES = frozenset({"ReplayResult", "replay", "replay_runs", "retry_dead"})
 
 
 def __getattr__(name: str) -> Any:
     if name not in _REPLAY_NAMES:
         raise AttributeError(f"module 'inbox.queries' has no attribute {name!r}")
-    from inbox import _replay
+    from inbox._operations import replay as _replay
 
     value = getattr(_replay, name)
     globals()[name] = value

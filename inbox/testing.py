@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inbox._devenv import apply_sql, sql_files, with_secrets
-from inbox._receiver_core import ReceiverResponse
-from inbox._settings import Settings, load_settings
+from inbox._cli.devenv import apply_sql, sql_files, with_secrets
+from inbox._core.settings import Settings, load_settings
+from inbox._receiving.receiver import ReceiverResponse
 
 __all__ = ["SignedRequest", "deliver", "fresh_database", "settings_for_tests", "signed_request"]
 
@@ -49,7 +49,7 @@ def fresh_database(
         with _database_on(server, [Path(t) for t in tables]) as url:
             yield url
         return
-    from inbox._embedded import EmbeddedPostgres
+    from inbox._core.embedded import EmbeddedPostgres
 
     # Not under pytest's tmp_path: on a root machine the server runs as another user, which
     # must traverse the path (pytest keeps its base folder 0700).
@@ -70,7 +70,7 @@ def _database_on(server: str, tables: list[Path]) -> Iterator[str]:
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
-    from inbox import _migrate
+    from inbox._core import migrate as _migrate
 
     name = f"inbox_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server, autocommit=True) as conn:
@@ -113,8 +113,8 @@ def signed_request(
     event_type: str | None = None,
 ) -> SignedRequest:
     """Sign the source's sample payload (or ``body``, as given) the way its provider does."""
-    from inbox._errors import ConfigError
-    from inbox._samples import build_sample
+    from inbox._core.errors import ConfigError
+    from inbox._receiving.samples import build_sample
 
     configured = settings.source(source)
     if configured is None:
@@ -137,9 +137,9 @@ def deliver(settings: Settings, request: SignedRequest) -> ReceiverResponse:
     Delivering the same request twice is what a provider's retry looks like: the second
     reply says ``duplicate``.
     """
-    from inbox._receive import receive, receiver_writer_kwargs
-    from inbox._receiver_core import Receiver
-    from inbox._writer import InboxWriter
+    from inbox._receiving.receive import receive, receiver_writer_kwargs
+    from inbox._receiving.receiver import Receiver
+    from inbox._writing.writer import InboxWriter
 
     body = [request.body]
     with InboxWriter(settings.database.url, **receiver_writer_kwargs(settings)) as writer:

@@ -1,8 +1,8 @@
 """pg-inbox, the processing side: route stored events to handlers that run in the claim's
 transaction, so every business write commits exactly when its event is marked handled."""
 
-from inbox._lazy import own_exports
-from inbox._replay import ReplayResult, ReplayRun, replay, replay_runs, retry_dead
+from inbox._core.lazy import own_exports
+from inbox.queries import ReplayResult, ReplayRun, replay, replay_runs, retry_dead
 from processors._decide import (
     HandlerLeftTransactionAbortedError,
     HandlerTimeoutError,

@@ -22,9 +22,9 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 import psycopg
-import structlog
 from psycopg import pq
 
+from inbox._core.logs import get_logger
 from processors._decide import (
     Decision,
     HandlerLeftTransactionAbortedError,
@@ -42,7 +42,7 @@ from processors._store import ClaimedEvent
 
 __all__ = ["BATCH_SAVEPOINT", "BatchRunner", "SavepointMode"]
 
-log = structlog.get_logger("processors.worker")
+log = get_logger("processors.worker")
 
 SavepointMode = Literal["batch", "event"]
 

@@ -1,6 +1,5 @@
-"""``inbox worker`` (the processor daemon), ``inbox replay`` and ``inbox dead``: registered
-into ``inbox`` via an entry point. The replay commands are thin layers over
-``processors.replay`` / ``processors.retry_dead``."""
+"""``inbox worker`` (the processor daemon): registered into ``inbox`` via an entry point.
+(``inbox replay`` and ``inbox dead`` are the operations room's, in ``inbox._cli.replay``.)"""
 
 from __future__ import annotations
 
@@ -12,21 +11,20 @@ import threading
 from typing import Any
 
 import anyio
-import structlog
 
-from inbox._cli_common import port, positive_int
-from inbox._db import translate_driver_errors
-from inbox._errors import ConfigError, DatabaseUnavailableError, MigrationError
-from inbox._privileges import require_privileges
-from inbox._runtime import database_url
-from inbox._settings import Settings
-from processors._cli_replay import register as register_replay
+from inbox._core.arguments import port, positive_int
+from inbox._core.db import translate_driver_errors
+from inbox._core.errors import ConfigError, DatabaseUnavailableError, MigrationError
+from inbox._core.logs import get_logger
+from inbox._core.privileges import require_privileges
+from inbox._core.runtime import database_url
+from inbox._core.settings import Settings
 from processors._router import Router
 from processors._worker import Worker
 
 __all__ = ["load_router", "register"]
 
-log = structlog.get_logger("processors.cli")
+log = get_logger("processors.cli")
 
 
 def load_router(spec: str) -> Router:
@@ -100,7 +98,7 @@ def _check_schema(url: str, early: _EarlySignals) -> bool:
     A database that does not answer yet is waited for (with backoff), as the running worker
     waits for one that restarts; False when a stop signal came meanwhile.
     """
-    from inbox import _migrate
+    from inbox._core import migrate as _migrate
 
     head = _migrate.head_revision()
     delay = 0.1
@@ -160,4 +158,3 @@ def register(commands: Any) -> None:
         "--check", action="store_true", help="only import the handlers, then exit (0: they load)"
     )
     worker.set_defaults(handler=_worker)
-    register_replay(commands)

@@ -1,5 +1,5 @@
 """The processing side's errors, rooted in ``inbox.InboxError`` (the tree is drawn in
-``inbox._errors``).
+``inbox._core.errors``).
 
 They name what went wrong with an event when the fault is not the handler's own exception:
 a deadline passed, a handler swallowed a failed statement, no handler is routed, the
@@ -9,7 +9,7 @@ a ``Retry`` is a request, not an error, and stays outside this tree.
 
 from __future__ import annotations
 
-from inbox._errors import InboxError
+from inbox._core.errors import InboxError
 
 __all__ = ["ProcessingError"]
 

@@ -15,16 +15,16 @@ from typing import Any
 
 import anyio
 import psycopg
-import structlog
 
-from inbox._outage import Outage
-from inbox._sql import NOTIFY_CHANNEL
+from inbox._core.logs import get_logger
+from inbox._core.outage import Outage
+from inbox._core.sql import NOTIFY_CHANNEL
 from processors._decide import reconnect_delay
 from processors._metrics import WorkerMetrics
 
 __all__ = ["Listener", "Wakeup"]
 
-log = structlog.get_logger("processors.listener")
+log = get_logger("processors.listener")
 
 LISTEN: Any = psycopg.sql.SQL("listen {}").format(psycopg.sql.Identifier(NOTIFY_CHANNEL))
 IS_LISTENING = "select %s = any(array(select pg_listening_channels()))"

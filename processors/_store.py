@@ -10,7 +10,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.rows import tuple_row
 
-from inbox._sql import load_queries
+from inbox._core.sql import load_queries
 from processors._decide import Claimed, Decision
 from processors._event import Event
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 import psycopg
-import structlog
 
-from inbox._outage import Outage, describe_server
-from inbox._settings import WorkerSettings
+from inbox._core.logs import get_logger
+from inbox._core.outage import Outage, describe_server
+from inbox._core.settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, BatchRunner
 from processors._decide import (
     Decision,
@@ -39,7 +39,7 @@ from processors._store import ClaimedEvent, SessionLimits, WorkStore
 
 __all__ = ["Worker"]
 
-log = structlog.get_logger("processors.worker")
+log = get_logger("processors.worker")
 
 # A batch is one transaction; after a handler fails (and always with savepoints = "event")
 # each handler is a subtransaction. PostgreSQL caches 64 subtransaction ids per transaction

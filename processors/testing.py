@@ -19,8 +19,8 @@ from typing import Any, LiteralString
 import anyio
 import psycopg
 
-from inbox._settings import WorkerSettings
-from inbox._sql import load_queries
+from inbox._core.settings import WorkerSettings
+from inbox._core.sql import load_queries
 from processors._router import Router
 from processors._worker import Worker
 

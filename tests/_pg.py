@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from inbox import _migrate
+from inbox._core import migrate as _migrate
 from tests._wait import wait_for
 
 
@@ -62,7 +62,7 @@ def postgres_server() -> Iterator[tuple[str, str]]:
         with PostgresContainer("postgres:18", driver=None) as container:
             yield container.get_connection_url(), "testcontainers postgres:18"
         return
-    from inbox._embedded import EmbeddedPostgres
+    from inbox._core.embedded import EmbeddedPostgres
 
     with tempfile.TemporaryDirectory(prefix="inbox-test-") as tmp:
         server = EmbeddedPostgres(Path(tmp))
@@ -134,7 +134,7 @@ class RestartablePostgres:
     """An embedded server of a test's own, which the test may crash and start again."""
 
     def __init__(self, base: Path) -> None:
-        from inbox._embedded import EmbeddedPostgres
+        from inbox._core.embedded import EmbeddedPostgres
 
         self._embedded = EmbeddedPostgres(base)
         self.pgdata = base.resolve() / "pgdata"

@@ -6,13 +6,13 @@ import os
 import subprocess
 import sys
 
-from inbox import _migrate
+from inbox._core import migrate as _migrate
 
 
 def _inbox(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INBOX_DATABASE__URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "inbox._cli", *args],
+        [sys.executable, "-m", "inbox._cli.main", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -42,7 +42,7 @@ def test_db_commands_migrate_and_report(empty_db_url: str) -> None:
 
 def test_a_bad_config_is_reported_with_exit_code_2() -> None:
     env_result = subprocess.run(
-        [sys.executable, "-m", "inbox._cli", "db", "current"],
+        [sys.executable, "-m", "inbox._cli.main", "db", "current"],
         env={**os.environ, "INBOX_WORKER__MAX_ATTEMPTS": "zero"},
         capture_output=True,
         text=True,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from inbox._cli import main
-from inbox._settings import MAX_BATCH_SIZE
+from inbox._cli.main import main
+from inbox._core.settings import MAX_BATCH_SIZE
 from tests.operator._support import env_for, inbox
 
 Run = Callable[..., tuple[int, str, str]]

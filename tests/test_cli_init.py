@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inbox._cli import main
-from inbox._settings import load_settings
+from inbox._cli.main import main
+from inbox._core.settings import load_settings
 
 GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handlers.py"]
 
@@ -19,7 +19,7 @@ GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handler
 def _keep_logging_unconfigured(monkeypatch: pytest.MonkeyPatch) -> None:
     # main() in this process would configure structlog globally onto this test's captured
     # stderr, which later tests' loggers would then write to after it is closed.
-    monkeypatch.setattr("inbox._cli.configure_logging", lambda **_kwargs: None)
+    monkeypatch.setattr("inbox._cli.main.configure_logging", lambda **_kwargs: None)
 
 
 def test_init_writes_a_project_whose_settings_load(

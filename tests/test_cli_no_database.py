@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from inbox._cli import main
-from inbox._embedded import running_dev_server
+from inbox._cli.main import main
+from inbox._core.embedded import running_dev_server
 
 
 @pytest.fixture(autouse=True)
 def _keep_logging_unconfigured(monkeypatch: pytest.MonkeyPatch) -> None:
     # main() in this process would configure structlog globally onto this test's captured
     # stderr, which later tests' loggers would then write to after it is closed.
-    monkeypatch.setattr("inbox._cli.configure_logging", lambda **_kwargs: None)
+    monkeypatch.setattr("inbox._cli.main.configure_logging", lambda **_kwargs: None)
 
 
 @pytest.fixture

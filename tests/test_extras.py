@@ -32,13 +32,13 @@ def _without(modules: tuple[str, ...], code: str, cwd: Path) -> subprocess.Compl
 
 
 def _cli(*args: str) -> str:
-    return f"from inbox._cli import main; sys.exit(main({list(args)!r}))"
+    return f"from inbox._cli.main import main; sys.exit(main({list(args)!r}))"
 
 
 def test_the_writer_and_the_cli_import_without_any_extra(tmp_path: Path) -> None:
     code = (
         "from inbox import InboxWriter, AsyncInboxWriter, create_app, load_settings; "
-        "import inbox._cli; inbox._cli.build_parser(); "
+        "import inbox._cli.main; inbox._cli.main.build_parser(); "
         f"assert not any(m in sys.modules and sys.modules[m] for m in {SERVER + EMBEDDED!r})"
     )
     done = _without(SERVER + EMBEDDED, code, tmp_path)

@@ -9,8 +9,8 @@ import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from inbox import _migrate
-from inbox._sql import load_queries
+from inbox._core import migrate as _migrate
+from inbox._core.sql import load_queries
 
 SQL_FILES = [
     ("inbox.sql", "queries.sql"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inbox._write_plan import NotifyCoalescer
+from inbox._writing.plan import NotifyCoalescer
 
 
 def test_first_commit_after_a_quiet_spell_notifies_at_once() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from inbox import InboxWriter, load_settings
-from inbox._samples import build_sample
+from inbox._receiving.samples import build_sample
 from processors import Router, replay
 from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings

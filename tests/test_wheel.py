@@ -62,7 +62,7 @@ def test_the_wheel_carries_every_file_of_the_packages_and_the_migrations(wheel: 
         "processors/sql/queries.sql",
         "processors/examples/handlers.py",
         "processors/examples/schema.sql",
-        "inbox/_init_templates/test_handlers.py.tmpl",
+        "inbox/_cli/init_templates/test_handlers.py.tmpl",
         "inbox/testing.py",
         "processors/testing.py",
     }

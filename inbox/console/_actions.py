@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from inbox._errors import RefusedError
+from inbox._core.errors import RefusedError
 from inbox.console import _api
 from inbox.console._filters import ParsedFilter, parse_filter
 from inbox.console._render import render, url_for

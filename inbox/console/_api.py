@@ -1,4 +1,4 @@
-"""The console's calls into the operator API (``inbox.queries`` and ``inbox._replay``):
+"""The console's calls into the operator API (``inbox.queries`` and ``inbox._operations.replay``):
 the one place that knows which function answers which page. No SQL here: the CLI and the
 console share one copy of every query. Each function takes the pool's connection first
 (``ConsolePool.run`` passes it)."""
@@ -11,8 +11,9 @@ from typing import Any
 
 import psycopg
 
-from inbox import _replay, queries
-from inbox._operator_models import (
+from inbox import queries
+from inbox._operations import replay as _replay
+from inbox._operations.models import (
     Activity,
     AuditPage,
     EventDetail,
@@ -21,7 +22,7 @@ from inbox._operator_models import (
     ReplayProgress,
     Status,
 )
-from inbox._replay import ReplayResult
+from inbox._operations.replay import ReplayResult
 from inbox.console._filters import ParsedFilter
 
 __all__ = [

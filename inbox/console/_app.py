@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import structlog
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -15,13 +14,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from inbox._errors import (
+from inbox._core.errors import (
     ConfigError,
     DatabaseUnavailableError,
     EventNotFoundError,
     ReplayNotFoundError,
 )
-from inbox._settings import Settings
+from inbox._core.logs import get_logger
+from inbox._core.settings import Settings
 from inbox.console import _actions, _login, _pages
 from inbox.console._auth import DevToken, LoginLimiter
 from inbox.console._pool import ConsolePool
@@ -30,7 +30,7 @@ from inbox.console._web import Console, error_page
 
 __all__ = ["create_app"]
 
-log = structlog.get_logger("inbox.console")
+log = get_logger("inbox.console")
 
 STATIC = Path(__file__).parent / "static"
 

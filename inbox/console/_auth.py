@@ -9,16 +9,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-import structlog
 from starlette.requests import HTTPConnection
 
-from inbox._settings import ConsoleSettings
+from inbox._core.logs import get_logger
+from inbox._core.settings import ConsoleSettings
 from inbox.console._passwords import verify_password
 from inbox.console._session import peer_in, session_of
 
 __all__ = ["DevToken", "LoginLimiter", "Principal", "authenticate", "current_principal"]
 
-log = structlog.get_logger("inbox.console")
+log = get_logger("inbox.console")
 
 Role = Literal["viewer", "operator"]
 

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from inbox._settings import Settings
+from inbox._core.settings import Settings
 from inbox.console._app import create_app
 from inbox.console._web import Console
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import anyio
-import structlog
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from inbox._core.logs import get_logger
 from inbox.console._auth import authenticate, current_principal
 from inbox.console._render import render, url_for
 from inbox.console._session import session_of
@@ -14,7 +14,7 @@ from inbox.console._web import checked_form, console_of, error_page
 
 __all__ = ["login_form", "login_submit", "login_token", "logout"]
 
-log = structlog.get_logger("inbox.console")
+log = get_logger("inbox.console")
 
 
 def _next(request: Request, value: str | None) -> str:

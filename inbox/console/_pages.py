@@ -7,7 +7,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from inbox._operator_models import EventDetail, EventPage
+from inbox._operations.models import EventDetail, EventPage
 from inbox.console import _api
 from inbox.console._charts import activity_charts
 from inbox.console._filters import parse_filter

@@ -16,8 +16,8 @@ import anyio
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from inbox._db import translate_driver_errors
-from inbox._settings import DatabaseSettings
+from inbox._core.db import translate_driver_errors
+from inbox._core.settings import DatabaseSettings
 
 __all__ = ["ConsolePool"]
 

@@ -12,7 +12,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from inbox._term import human_duration
+from inbox._operations.term import human_duration
 from inbox.console._session import session_of
 
 __all__ = ["body_view", "render", "url_for"]

@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from inbox._settings import Settings
+from inbox._core.settings import Settings
 from inbox.console._auth import DevToken, LoginLimiter, Principal, current_principal
 from inbox.console._pool import ConsolePool
 from inbox.console._render import render, url_for

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 
-from inbox._errors import ConfigError
-from inbox._receive import receiver_writer_kwargs
-from inbox._receiver_core import Receiver
-from inbox._settings import Settings
-from inbox._writer import InboxWriter
+from inbox._core.errors import ConfigError
+from inbox._core.settings import Settings
+from inbox._receiving.receive import receiver_writer_kwargs
+from inbox._receiving.receiver import Receiver
+from inbox._writing.writer import InboxWriter
 
 __all__ = ["SyncWriterSlot", "receiver_for"]
 

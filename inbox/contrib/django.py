@@ -19,10 +19,10 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from inbox._receive import receive
-from inbox._receiver_core import Receiver, normalise_headers
-from inbox._settings import Settings
-from inbox._writer import InboxWriter
+from inbox._core.settings import Settings
+from inbox._receiving.receive import receive
+from inbox._receiving.receiver import Receiver, normalise_headers
+from inbox._writing.writer import InboxWriter
 from inbox.contrib._shared import SyncWriterSlot, receiver_for
 
 __all__ = ["webhook_view"]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from inbox._receive import receive
-from inbox._receiver_core import Receiver, normalise_headers
-from inbox._settings import Settings
-from inbox._writer import InboxWriter
+from inbox._core.settings import Settings
+from inbox._receiving.receive import receive
+from inbox._receiving.receiver import Receiver, normalise_headers
+from inbox._writing.writer import InboxWriter
 from inbox.contrib._shared import SyncWriterSlot, receiver_for
 
 __all__ = ["create_blueprint"]

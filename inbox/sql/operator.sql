@@ -1,5 +1,5 @@
 -- The operator's queries: status, event inspection, retention. Owned by
--- inbox._operator_store.LogStore; loaded once. None of these runs on the write path.
+-- inbox._operations.store.LogStore; loaded once. None of these runs on the write path.
 -- Optional filters are written `(%(x)s::t is null or ...)` and run unprepared, so each
 -- execution is planned for the filters actually given.
 

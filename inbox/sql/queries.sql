@@ -1,4 +1,4 @@
--- The receiving side's queries. Loaded once by inbox._sql.load_queries("inbox.sql", ...).
+-- The receiving side's queries. Loaded once by inbox._core.sql.load_queries("inbox.sql", ...).
 
 -- name: insert_event
 -- One round trip for a new event: append it, and only when it is new, queue its work row.

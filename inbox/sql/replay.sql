@@ -1,4 +1,4 @@
--- Replays and dead-letter retries. Owned by inbox._replay.ReplayStore; loaded once.
+-- Replays and dead-letter retries. Owned by inbox._operations.replay.ReplayStore; loaded once.
 -- A replay never touches the log: it only appends work rows and its run record.
 
 -- name: next_replay_id

@@ -11,7 +11,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from inbox._settings import Settings
+from inbox._core.settings import Settings
 from inbox.console import create_app
 from inbox.console._passwords import hash_password
 from tests._pg import create_database, drop_database, unique_name

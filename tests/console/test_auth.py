@@ -8,7 +8,7 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from inbox._errors import ConfigError
+from inbox._core.errors import ConfigError
 from inbox.console import create_app
 from inbox.console._passwords import hash_password, verify_password
 from tests.console._seed import Seeded

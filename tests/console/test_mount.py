@@ -15,10 +15,10 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from inbox._asgi import create_app as create_receiver
 from inbox.console import create_app, mount_for_dev
 from inbox.console._dev import with_console
 from inbox.console._passwords import verify_password
+from inbox.contrib._asgi import create_app as create_receiver
 from tests.console._seed import Seeded
 from tests.console.conftest import OPERATOR, make_settings
 from tests.operator._support import REPO

@@ -8,8 +8,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from inbox import _migrate
-from inbox._replay import replay, replay_runs, retry_dead
+from inbox._core import migrate as _migrate
+from inbox._operations.replay import replay, replay_runs, retry_dead
 from inbox.queries import prune
 from tests._wait import scalar
 from tests.operator._support import rows

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inbox._operator_models import EventFilter, glob_to_like
-from inbox._term import Progress, relative, table, use_colour
+from inbox._operations.models import EventFilter, glob_to_like
+from inbox._operations.term import Progress, relative, table, use_colour
 from inbox.queries import parse_duration, parse_time
 
 

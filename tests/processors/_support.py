@@ -9,7 +9,7 @@ import anyio
 import psycopg
 
 from inbox import InboxWriter
-from inbox._settings import WorkerSettings
+from inbox._core.settings import WorkerSettings
 from processors import Router, Worker, WorkerMetrics
 from tests._wait import await_for, scalar
 

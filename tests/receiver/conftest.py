@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from inbox import Settings
-from inbox._samples import SampleRequest, build_sample
+from inbox._receiving.samples import SampleRequest, build_sample
 from tests._keys import RsaPair, make_rsa_pair
 
 SW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

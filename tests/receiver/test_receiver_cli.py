@@ -45,7 +45,7 @@ def write_config(path: Path, db_url: str, port: int, rsa_pair: RsaPair) -> Path:
 
 def inbox(*args: str, config: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "inbox._cli", "--config", str(config), *args],
+        [sys.executable, "-m", "inbox._cli.main", "--config", str(config), *args],
         capture_output=True,
         text=True,
         check=False,
@@ -72,7 +72,7 @@ def served(
 ) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
     config = write_config(tmp_path / "inbox.toml", db_url, unused_tcp_port, rsa_pair)
     process = subprocess.Popen(
-        [sys.executable, "-m", "inbox._cli", "--config", str(config), "serve"],
+        [sys.executable, "-m", "inbox._cli.main", "--config", str(config), "serve"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from inbox import ConfigError, Settings
-from inbox._extract import Spec, extraction_for, inject, parse_spec
-from inbox.verifiers import WebhookRequest
+from inbox._providers import WebhookRequest
+from inbox._receiving.extract import Spec, extraction_for, inject, parse_spec
 
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from inbox._outage import Outage, describe_server
+from inbox._core.outage import Outage, describe_server
 from tests._wait import wait_for
 from tests.processors._procs import REPO
 

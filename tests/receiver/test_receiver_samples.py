@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from inbox import Receiver, Settings
-from inbox._samples import build_sample
-from inbox._source_config import source_verifier
-from inbox.verifiers import SCHEMES, WebhookRequest
+from inbox._providers import SCHEMES, WebhookRequest
+from inbox._receiving.samples import build_sample
+from inbox._receiving.source_config import source_verifier
 from tests.receiver.conftest import RsaPair, source_tables
 
 

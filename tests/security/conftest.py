@@ -15,7 +15,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from inbox._roles import PARTS, RoleNames, grant_roles
+from inbox._core.roles import PARTS, RoleNames, grant_roles
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from inbox._errors import ConfigError
-from inbox._privileges import NEEDS, missing_privileges, require_privileges
+from inbox._core.errors import ConfigError
+from inbox._core.privileges import NEEDS, missing_privileges, require_privileges
 from tests.security.conftest import Roles
 
 REPO = Path(__file__).resolve().parents[2]

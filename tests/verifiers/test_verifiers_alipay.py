@@ -12,8 +12,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier, sign_request
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier, sign_request
 
 PARAMS = {
     "notify_time": "2024-01-01 12:00:00",

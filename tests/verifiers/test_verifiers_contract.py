@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-import inbox.verifiers
-from inbox._errors import VerificationError
-from inbox.verifiers import (
+import inbox._providers
+from inbox._core.errors import VerificationError
+from inbox._core.schemes import PROVIDER_MODULES
+from inbox._providers import (
     SCHEMES,
     WebhookRequest,
     build_signer,
@@ -336,10 +337,13 @@ def test_exported_names_are_sorted_and_complete() -> None:
     def kind(name: str) -> tuple[int, str]:
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
-    assert inbox.verifiers.__all__ == sorted(inbox.verifiers.__all__, key=kind)
-    assert set(inbox.verifiers.__all__) == {
+    assert inbox._providers.__all__ == sorted(inbox._providers.__all__, key=kind)
+    assert set(inbox._providers.__all__) == {
         "SCHEMES",
         "BodySigner",
+        "Provider",
+        "Sample",
+        "provider",
         "Signer",
         "Verifier",
         "WebhookRequest",
@@ -349,8 +353,8 @@ def test_exported_names_are_sorted_and_complete() -> None:
         "sign_request",
         "twilio_url_with_body_hash",
     }
-    for name in inbox.verifiers.__all__:
-        assert hasattr(inbox.verifiers, name)
+    for name in inbox._providers.__all__:
+        assert hasattr(inbox._providers, name)
 
 
 def test_schemes_are_the_documented_ones() -> None:
@@ -427,3 +431,16 @@ def test_none_accepts_anything() -> None:
     assert verifier.name == "none"
     verifier.verify(WebhookRequest("POST", URL, {}, b"anything"), now=NOW)
     assert build_signer("none").sign(body=b"", url=URL, now=NOW, msg_id="m") == {}
+
+
+def test_each_scheme_is_one_module_ending_with_its_record() -> None:
+    """Adding a provider is its module and one line of inbox._core.schemes: the record is
+    what receiving, ``inbox send`` and the factories ask."""
+    for name in inbox._providers.SCHEMES:
+        record = inbox._providers.provider(name)
+        assert isinstance(record, inbox._providers.Provider)
+        assert record.name == name
+        assert record.verifier.__module__ == record.signer.__module__
+        assert record.verifier.__module__ == PROVIDER_MODULES[name]
+    with pytest.raises(ValueError, match=r"unknown verifier 'stripey'"):
+        inbox._providers.provider("stripey")

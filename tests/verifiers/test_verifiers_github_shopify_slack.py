@@ -8,9 +8,9 @@ import hmac
 
 import pytest
 
-from inbox._errors import VerificationError
-from inbox._extract import extraction_for
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier
+from inbox._receiving.extract import extraction_for
 
 # GitHub's documented example ("Validating webhook deliveries", docs.github.com).
 GITHUB_SECRET = "It's a Secret to Everybody"

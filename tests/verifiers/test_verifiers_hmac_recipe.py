@@ -8,8 +8,8 @@ import hmac
 
 import pytest
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier
 
 NOW = 1_700_000_000
 

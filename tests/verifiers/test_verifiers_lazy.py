@@ -11,17 +11,17 @@ import subprocess
 import sys
 
 SCHEME_MODULES = (
-    "inbox.verifiers._alipay",
-    "inbox.verifiers._github",
-    "inbox.verifiers._hmac_recipe",
-    "inbox.verifiers._keys",
-    "inbox.verifiers._none",
-    "inbox.verifiers._shopify",
-    "inbox.verifiers._slack",
-    "inbox.verifiers._standard_webhooks",
-    "inbox.verifiers._stripe",
-    "inbox.verifiers._twilio",
-    "inbox.verifiers._wechatpay",
+    "inbox._providers._alipay",
+    "inbox._providers._github",
+    "inbox._providers._hmac_recipe",
+    "inbox._providers._keys",
+    "inbox._providers._none",
+    "inbox._providers._shopify",
+    "inbox._providers._slack",
+    "inbox._providers._standard_webhooks",
+    "inbox._providers._stripe",
+    "inbox._providers._twilio",
+    "inbox._providers._wechatpay",
 )
 
 
@@ -43,17 +43,17 @@ def test_importing_the_writer_loads_no_scheme_and_no_cryptography() -> None:
 
 
 def test_importing_the_verifiers_package_loads_no_scheme() -> None:
-    assert loaded_after("import inbox.verifiers") == set()
+    assert loaded_after("import inbox._providers") == set()
 
 
 def test_building_one_scheme_loads_only_that_scheme() -> None:
-    code = "from inbox.verifiers import build_verifier\nbuild_verifier('stripe', secrets=['s'])"
-    assert loaded_after(code) == {"inbox.verifiers._stripe"}
+    code = "from inbox._providers import build_verifier\nbuild_verifier('stripe', secrets=['s'])"
+    assert loaded_after(code) == {"inbox._providers._stripe"}
 
 
 def test_the_lazily_exported_helpers_still_resolve() -> None:
     code = (
-        "from inbox.verifiers import decrypt_wechatpay_resource, twilio_url_with_body_hash\n"
+        "from inbox._providers import decrypt_wechatpay_resource, twilio_url_with_body_hash\n"
         "assert callable(decrypt_wechatpay_resource) and callable(twilio_url_with_body_hash)"
     )
-    assert "inbox.verifiers._wechatpay" in loaded_after(code)
+    assert "inbox._providers._wechatpay" in loaded_after(code)

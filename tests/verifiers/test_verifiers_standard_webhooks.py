@@ -14,8 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier
 
 # standard-webhooks/standard-webhooks libraries/python/tests/test_webhooks.py
 SECRET = "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

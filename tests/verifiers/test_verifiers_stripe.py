@@ -14,8 +14,8 @@ import hmac
 
 import pytest
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_verifier
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_verifier
 
 # The payload and secret of stripe/stripe-python tests/test_webhook.py.
 SECRET = "whsec_test_secret"

@@ -13,9 +13,9 @@ import datetime
 import pytest
 from svix.webhooks import Webhook, WebhookVerificationError
 
-from inbox._errors import VerificationError
-from inbox._extract import extraction_for
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier
+from inbox._receiving.extract import extraction_for
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 MSG_ID = "msg_2Kf1sFq3xYp9bN0cQ7aVtUe8Lm"

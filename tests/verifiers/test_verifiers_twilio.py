@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
 
 TOKEN = "12345"
 URL = "https://mycompany.com/myapp.php?foo=1&bar=2"

@@ -19,8 +19,8 @@ from twilio.request_validator import (
     get_signature_algorithm,
 )
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
+from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
 
 AUTH_TOKEN = "12345"
 SHARED_KEY = "sk-secret-from-twilio-sharedkeys"

@@ -16,8 +16,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from inbox._errors import VerificationError
-from inbox.verifiers import WebhookRequest, build_signer, build_verifier, decrypt_wechatpay_resource
+from inbox._core.errors import VerificationError
+from inbox._providers import (
+    WebhookRequest,
+    build_signer,
+    build_verifier,
+    decrypt_wechatpay_resource,
+)
 
 # wechatpay-apiv3/wechatpay-go utils/aes_test.go
 GO_KEY = "testAPIv3Key0000"

@@ -1,0 +1,185 @@
+"""``inbox replay`` and ``inbox dead list/retry``."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from inbox import queries
+from inbox._cli.common import (
+    above_zero,
+    add_filter_arguments,
+    add_page_arguments,
+    confirm,
+    events_table,
+    filter_from_args,
+    positive_int,
+    print_json,
+)
+from inbox._core.errors import RefusedError
+from inbox._core.runtime import database_url
+from inbox._core.settings import Settings
+from inbox._operations.models import EventFilter
+from inbox._operations.replay import ReplayResult, replay
+from inbox._operations.term import Progress
+
+__all__ = ["CONFIRM_ABOVE", "PROGRESS_ABOVE", "register"]
+
+CONFIRM_ABOVE = 100
+PROGRESS_ABOVE = 1000
+
+
+def _selection(args: argparse.Namespace) -> EventFilter | None:
+    selection = filter_from_args(args)
+    if selection.is_empty() and not getattr(args, "all", False):
+        return None
+    return selection
+
+
+def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
+    event_filter = _selection(args)
+    if kind == "dead-retry":
+        event_filter = replace(event_filter or EventFilter(), states=("dead",))
+    ids = args.ids or None
+    if ids is None and event_filter is None:
+        raise RefusedError(
+            "replay what? give event ids or filters (--state dead, --source, --since, ...);"
+            " --all selects every event",
+            action="replay",
+        )
+    bars: list[Progress] = []
+
+    def ask(count: int) -> bool:
+        if count > CONFIRM_ABOVE and not confirm(
+            f"queue {count} events for replay?", assume_yes=args.yes
+        ):
+            return False
+        if count > PROGRESS_ABOVE:
+            bars.append(Progress(count, "queueing"))
+        return True
+
+    def advance(n: int) -> None:
+        for bar in bars:
+            bar.advance(n)
+
+    with database_url(settings, part="operator") as url:
+        result = replay(
+            url,
+            reason=args.reason,
+            ids=ids,
+            event_filter=event_filter,
+            dry_run=args.dry_run,
+            rate=args.rate,
+            confirm=ask,
+            progress=advance,
+            kind="dead-retry" if kind == "dead-retry" else "replay",
+            include_processed=args.include_processed,
+            via="cli",
+        )
+    for bar in bars:
+        bar.close()
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(_render(result))
+    return 1 if result.cancelled else 0
+
+
+def _processed_note(result: ReplayResult) -> str:
+    if not result.already_processed:
+        return ""
+    return (
+        f" {result.already_processed} of them were processed successfully before: their"
+        " handlers run again, and their database writes happen again unless the handlers"
+        " are replay-safe (docs/operations.md)."
+    )
+
+
+def _render(result: ReplayResult) -> str:
+    if result.dry_run:
+        lines = [
+            f"dry run: {result.selected} event(s) selected; {result.queued} would be queued,"
+            f" {result.already_pending} already have pending work. Nothing was changed."
+            + _processed_note(result)
+            + (" Going ahead needs --include-processed." if result.already_processed else "")
+        ]
+        if result.sample:
+            lines += [f"sample ({len(result.sample)}):", events_table(result.sample)]
+        return "\n".join(lines)
+    if result.cancelled:
+        return "cancelled: nothing was queued"
+    if result.replay_id is None:
+        return "no events match: nothing was queued"
+    return (
+        f"replay run {result.replay_id}: queued {result.queued} of {result.selected} selected"
+        f" event(s); {result.already_pending} already had pending work and were left alone."
+        " Workers run them after live work." + _processed_note(result)
+    )
+
+
+def _replay(args: argparse.Namespace, settings: Settings) -> int:
+    return _run(args, settings, kind="replay")
+
+
+def _dead_retry(args: argparse.Namespace, settings: Settings) -> int:
+    return _run(args, settings, kind="dead-retry")
+
+
+def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
+    selection = replace(filter_from_args(args), states=("dead",))
+    with database_url(settings, part="operator") as url:
+        page = queries.events(url, selection, limit=args.limit, before=args.before)
+    if args.json:
+        print_json(page.to_json())
+        return 0
+    print(events_table(page.events) if page.events else "no dead letters")
+    if page.next_before is not None:
+        print(f"more: --before {page.next_before}")
+    return 0
+
+
+_rate = above_zero("events per second")
+
+
+def _replay_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "ids", nargs="*", type=positive_int, help="event ids (combine with filters)"
+    )
+    parser.add_argument("--reason", required=True, help="why: recorded with the run")
+    parser.add_argument("--dry-run", action="store_true", help="count and sample, change nothing")
+    parser.add_argument(
+        "--yes", action="store_true", help=f"no confirmation above {CONFIRM_ABOVE} events"
+    )
+    parser.add_argument(
+        "--rate", type=_rate, help="at most this many events per second (spread by due time)"
+    )
+    parser.add_argument(
+        "--include-processed",
+        action="store_true",
+        help="also re-run events that were processed successfully before (their handlers'"
+        " writes happen again unless the handlers are replay-safe); refused without it",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def register(commands: Any) -> None:
+    rep = commands.add_parser(
+        "replay", help="re-run stored events after a bug fix (audited; the log is unchanged)"
+    )
+    _replay_options(rep)
+    add_filter_arguments(rep)
+    rep.add_argument("--all", action="store_true", help="select every event (with no filter)")
+    rep.set_defaults(handler=_replay)
+
+    dead = commands.add_parser("dead", help="dead letters: list and retry").add_subparsers(
+        dest="dead_command", required=True, metavar="ACTION"
+    )
+    listing = dead.add_parser("list", help="dead-lettered events, newest first")
+    add_filter_arguments(listing, states=False)
+    add_page_arguments(listing)
+    listing.set_defaults(handler=_dead_list)
+    retry = dead.add_parser("retry", help="queue dead letters again (all, or those selected)")
+    _replay_options(retry)
+    add_filter_arguments(retry, states=False)
+    retry.set_defaults(handler=_dead_retry, all=True)

@@ -1,0 +1,67 @@
+"""Resolving where the database is: the configured URL, else a running ``inbox dev``'s
+embedded server, else (for ``inbox dev`` alone) a new embedded server."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from inbox._core.embedded import EmbeddedPostgres, running_dev_server
+from inbox._core.errors import ConfigError
+from inbox._core.logs import get_logger
+from inbox._core.settings import Settings
+
+__all__ = ["database_url", "where_settings_came_from"]
+
+log = get_logger("inbox")
+
+
+def where_settings_came_from(settings: Settings) -> str:
+    """Which file was read, or which places were looked at: for messages about a missing
+    setting."""
+    if settings.config_file is not None:
+        return f"read {settings.config_file}"
+    return "no config file (looked for --config, $INBOX_CONFIG, ./inbox.toml)"
+
+
+@contextmanager
+def database_url(
+    settings: Settings, *, embedded: bool = False, part: str | None = None
+) -> Iterator[str]:
+    """Yield the database's connection string.
+
+    The configured URL wins; without one, the server of an ``inbox dev`` running on the same
+    data directory is used (and said so on stderr). Only with ``embedded=True`` (``inbox
+    dev``) is an embedded server started, and stopped on exit: any other command would
+    silently make a 40 MB cluster wherever it was run. A ``part`` (receiver, worker,
+    operator, retention) connects with its own ``[database] <part>_url`` when it is set.
+    """
+    own = getattr(settings.database, f"{part}_url", None) if part else None
+    if own:
+        yield own
+        return
+    if settings.database.url:
+        yield settings.database.url
+        return
+    if not embedded:
+        running = running_dev_server(settings.database.data_dir)
+        if running is None:
+            raise ConfigError(
+                f"no database URL: {where_settings_came_from(settings)}, $INBOX_DATABASE_URL"
+                f" is unset, and no `inbox dev` is running on {settings.database.data_dir}/;"
+                " set [database] url in the config file (--config FILE) or"
+                " INBOX_DATABASE_URL=postgresql://..., or start `inbox dev` in this folder"
+            )
+        # The CLI's own line, not a log event: it says which database this command talks to.
+        print(
+            f"inbox: using the database of the running `inbox dev` (pid {running.pid},"
+            f" {running.state_file})",
+            file=sys.stderr,
+        )
+        yield running.url
+        return
+    server = EmbeddedPostgres(settings.database.data_dir, announce=True)
+    with server as url:
+        log.info("embedded_postgres_started", data_dir=str(server.data_dir))
+        yield url

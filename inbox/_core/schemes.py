@@ -1,0 +1,33 @@
+"""The registry of providers: a scheme's name -> the module of the providers room that is its
+one record (``PROVIDER`` in ``inbox._providers._<name>``).
+
+It lives in the core room, as names only, so settings can check a source's ``verifier`` when
+they load without importing any provider (a scheme's module, and ``cryptography`` for the
+asymmetric ones, loads when a source first uses it). Adding a provider: write its module
+(see ``inbox._providers._provider.Provider``) and add its line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["PROVIDER_MODULES", "SCHEMES"]
+
+PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
+    {
+        "alipay": "inbox._providers._alipay",
+        "github": "inbox._providers._github",
+        "hmac": "inbox._providers._hmac_recipe",
+        "none": "inbox._providers._none",
+        "shopify": "inbox._providers._shopify",
+        "slack": "inbox._providers._slack",
+        "standard-webhooks": "inbox._providers._standard_webhooks",
+        "stripe": "inbox._providers._stripe",
+        "twilio": "inbox._providers._twilio",
+        "wechatpay": "inbox._providers._wechatpay",
+    }
+)
+
+SCHEMES: tuple[str, ...] = tuple(sorted(PROVIDER_MODULES))
+"""Every scheme name a source's ``verifier`` may take."""

@@ -1,0 +1,111 @@
+"""Secrets from mounted files, and the effective configuration with every secret
+redacted (``inbox config check``).
+
+A ``secrets_file`` holds one secret per line, or several separated by commas (the same
+form as ``secrets_env``); whitespace around each is dropped, blank lines and lines starting
+with ``#`` are ignored. Its contents never appear in a message: an error names the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from inbox._core.errors import ConfigError
+
+__all__ = ["REDACTED", "config_report", "read_secrets_file"]
+
+REDACTED = "<redacted>"
+
+# Keys whose values are secret even when held as plain text.
+_SECRET_KEYS = frozenset({"secrets", "private_key", "secret_key", "password_hash"})
+
+
+def read_secrets_file(path: Path, source: str) -> list[str]:
+    field = f"sources.{source}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"source {source!r}: cannot read secrets_file {path}: {exc.strerror};"
+            " mount the secret there, or remove secrets_file",
+            path=str(path),
+            field=field,
+        ) from exc
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"source {source!r}: secrets_file {path} is not UTF-8 text", path=str(path), field=field
+        ) from None
+    values: list[str] = []
+    for line in text.splitlines():
+        if line.strip().startswith("#"):
+            continue
+        values.extend(v.strip() for v in line.split(",") if v.strip())
+    return values
+
+
+def _redact(key: str, value: Any) -> Any:
+    from inbox._core.settings import mask_password
+
+    if isinstance(value, SecretStr) or (key in _SECRET_KEYS and value):
+        if isinstance(value, list):
+            return [REDACTED] * len(value)
+        return REDACTED
+    if (isinstance(value, str) and "://" in value) or (key.endswith("url") and value):
+        return mask_password(str(value))
+    return value
+
+
+def _walk(prefix: str, value: Any) -> Iterator[tuple[str, str, Any]]:
+    """(dotted path, last key, value) of every leaf; a source is named by its name."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            if (isinstance(inner, Mapping) and key != "options") or key == "sources":
+                yield from _walk(f"{prefix}{key}.", inner)
+            else:
+                yield f"{prefix}{key}", str(key), inner
+    elif isinstance(value, list):  # the sources
+        for item in value:
+            yield from _walk(f"{prefix}{item.get('name', '?')}.", item)
+
+
+def _in_file(data: Mapping[str, Any], dotted: str) -> bool:
+    parts = dotted.split(".")
+    node: Any = data
+    if parts[0] == "sources":
+        node = next((s for s in data.get("sources", []) if s.get("name") == parts[1]), None)
+        parts = parts[2:]
+    for part in parts:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _origin(dotted: str, file_data: Mapping[str, Any], path: Path | None) -> str:
+    if not dotted.startswith("sources."):
+        names = ["INBOX_" + dotted.replace(".", "__").upper()]
+        if dotted == "database.url":
+            names.append("INBOX_DATABASE_URL")
+        for name in names:
+            if name in os.environ:
+                return f"${name}"
+    if path is not None and _in_file(file_data, dotted):
+        return str(path)
+    return "default"
+
+
+def config_report(dumped: Mapping[str, Any], path: Path | None) -> list[tuple[str, Any, str]]:
+    """(setting, value with secrets redacted, where it came from) for every setting."""
+    file_data: Mapping[str, Any] = {}
+    if path is not None:
+        file_data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [
+        (dotted, _redact(key, value), _origin(dotted, file_data, path))
+        for dotted, key, value in _walk("", dumped)
+    ]

@@ -1,0 +1,252 @@
+"""Replay: re-run stored events after a bug fix, and retry dead letters (the same thing).
+
+A replay never mutates the log. It appends work rows (priority 1, so live work goes first)
+and one run record (who, when, why, the filter, the counts); the normal workers run the
+events with ``event.is_replay`` set, and each attempt records the run's id. Events that
+already have pending work are left alone: replaying twice before the workers run queues
+each event once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal, LiteralString
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from inbox._core.errors import RefusedError
+from inbox._core.logs import get_logger
+from inbox._core.sql import load_queries
+from inbox._operations.models import ReplayRun, Via, check_via
+from inbox.queries import (
+    Db,
+    EventFilter,
+    EventSummary,
+    connection,
+    current_actor,
+    event_ids,
+    events,
+)
+
+__all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", "retry_dead"]
+
+log = get_logger("processors.replay")
+
+QUERIES = load_queries("inbox.sql", "replay.sql")
+CHUNK = 1000
+
+Kind = Literal["replay", "dead-retry"]
+
+
+def _q(name: str) -> LiteralString:
+    return QUERIES[name]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    selected: int
+    """Events the selection matched."""
+    queued: int
+    """Events queued by this run (with ``dry_run``: that would be)."""
+    already_pending: int
+    """Selected events left alone because they already had pending work."""
+    dry_run: bool
+    replay_id: int | None = None
+    """The run's id (None for a dry run or a cancelled one)."""
+    cancelled: bool = False
+    sample: list[EventSummary] = field(default_factory=list)
+    already_processed: int = 0
+    """Queued (or to be) events that ran successfully before: their handlers run again."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "replay_id": self.replay_id,
+            "dry_run": self.dry_run,
+            "cancelled": self.cancelled,
+            "selected": self.selected,
+            "queued": self.queued,
+            "already_pending": self.already_pending,
+            "already_processed": self.already_processed,
+            "sample": [s.to_json() for s in self.sample],
+        }
+
+
+class ReplayStore:
+    """The replay's queries, in the caller's transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def _one(self, name: str, params: dict[str, Any]) -> Any:
+        row = self._conn.execute(_q(name), params).fetchone()
+        return None if row is None else row[0]
+
+    def count_selection(self, ids: Sequence[int]) -> tuple[int, int]:
+        """(already pending, processed successfully before) among ``ids``."""
+        row = self._conn.execute(_q("count_selection"), {"event_ids": list(ids)}).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def next_replay_id(self) -> int:
+        return int(self._one("next_replay_id", {}))
+
+    def enqueue(self, replay_id: int, ids: Sequence[int], offset: int, rate: float | None) -> int:
+        cursor = self._conn.execute(
+            _q("enqueue_replay"),
+            {"event_ids": list(ids), "replay_id": replay_id, "offset": offset, "rate": rate},
+        )
+        return len(cursor.fetchall())
+
+    def record_run(self, run: ReplayRun) -> None:
+        self._conn.execute(
+            _q("insert_replay_run"),
+            {
+                "id": run.id,
+                "kind": run.kind,
+                "created_by": run.created_by,
+                "reason": run.reason,
+                "filter": Jsonb(run.filter),
+                "selected": run.selected,
+                "queued": run.queued,
+                "rate": run.rate_per_second,
+                "via": run.via,
+            },
+        )
+        self._conn.execute(_q("wake_workers"))
+
+    def runs(self, limit: int) -> list[ReplayRun]:
+        cursor = self._conn.execute(_q("replay_runs"), {"limit": limit})
+        return [ReplayRun(*row) for row in cursor.fetchall()]
+
+
+def replay(
+    db: Db,
+    *,
+    reason: str,
+    ids: Sequence[int] | None = None,
+    event_filter: EventFilter | None = None,
+    dry_run: bool = False,
+    rate: float | None = None,
+    actor: str | None = None,
+    via: Via = "api",
+    confirm: Callable[[int], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+    sample_size: int = 10,
+    kind: Kind = "replay",
+    include_processed: bool = True,
+) -> ReplayResult:
+    """Queue the selected events for the workers again, as one audited run.
+
+    Select by ``ids``, by ``event_filter``, or both (both narrow). ``confirm(count)`` is
+    asked before anything is written (return False to cancel); ``progress(n)`` is called
+    as chunks of ``n`` events are queued. ``rate`` (events per second) spreads the run out.
+    The run commits as a whole: all of its work and its record, or nothing.
+
+    A replayed event's handler runs again, in a new claim transaction: for an event that
+    was processed successfully before, its database writes happen a second time unless the
+    handler is replay-safe (an upsert, or a check of ``event.is_replay``).
+    ``result.already_processed`` counts those events; with ``include_processed=False``
+    (what ``inbox replay`` does unless ``--include-processed``) a selection with any of
+    them is refused (``RefusedError``) before anything is written.
+    ``actor`` (default: ``user@host`` of this process) and ``via`` are recorded with it.
+    """
+    if not reason or not reason.strip():
+        raise RefusedError("a replay needs a reason (it is recorded with the run)", action="replay")
+    if ids is None and event_filter is None:
+        raise RefusedError(
+            "a replay needs event ids or a filter; to select every event, pass an empty"
+            " EventFilter() explicitly (CLI: --all)",
+            action="replay",
+        )
+    if rate is not None and rate <= 0:
+        raise ValueError("rate must be a positive number of events per second")
+    check_via(via)
+    selection = event_filter or EventFilter()
+    if ids is not None:
+        selection = replace(selection, ids=tuple(ids))
+    selected = event_ids(db, selection)  # oldest first: a run replays in arrival order
+    with connection(db, "replay events") as conn:
+        pending, processed = ReplayStore(conn).count_selection(selected)
+    sample = events(db, EventFilter(ids=tuple(selected[:sample_size])), limit=sample_size)
+    preview = ReplayResult(
+        selected=len(selected),
+        queued=len(selected) - pending,
+        already_pending=pending,
+        dry_run=dry_run,
+        sample=sample.events,
+        already_processed=processed,
+    )
+    if dry_run or not selected:
+        return preview
+    if processed and not include_processed:
+        raise RefusedError(
+            f"{processed} of the {len(selected)} selected events were processed successfully"
+            " before, and a replay runs their handlers again: their database writes happen"
+            " again unless the handlers are replay-safe (an upsert, or a check of"
+            " event.is_replay; see docs/operations.md). Pass include_processed=True"
+            " (CLI: --include-processed) to go ahead, or narrow the selection (--state dead)",
+            action="replay",
+        )
+    if confirm is not None and not confirm(len(selected)):
+        return replace(preview, queued=0, cancelled=True)
+
+    with connection(db, "replay events") as conn, conn.transaction():
+        store = ReplayStore(conn)
+        replay_id = store.next_replay_id()
+        queued = 0
+        for offset in range(0, len(selected), CHUNK):
+            chunk = selected[offset : offset + CHUNK]
+            queued += store.enqueue(replay_id, chunk, offset, rate)
+            if progress is not None:
+                progress(len(chunk))
+        store.record_run(
+            ReplayRun(
+                id=replay_id,
+                kind=kind,
+                created_at=datetime.now().astimezone(),
+                created_by=actor or current_actor(),
+                reason=reason.strip(),
+                filter=selection.to_json(),
+                selected=len(selected),
+                queued=queued,
+                rate_per_second=rate,
+                via=via,
+            )
+        )
+    log.info(
+        "replay_enqueued",
+        replay_id=replay_id,
+        kind=kind,
+        via=via,
+        selected=len(selected),
+        queued=queued,
+        reason=reason,
+    )
+    return replace(
+        preview,
+        queued=queued,
+        already_pending=len(selected) - queued,
+        replay_id=replay_id,
+    )
+
+
+def retry_dead(
+    db: Db,
+    *,
+    reason: str,
+    ids: Sequence[int] | None = None,
+    event_filter: EventFilter | None = None,
+    **options: Any,
+) -> ReplayResult:
+    """Retry dead letters (all of them, or those the ids/filter select): a replay of the
+    dead state, recorded as a ``dead-retry`` run."""
+    dead_only = replace(event_filter or EventFilter(), states=("dead",))
+    return replay(db, reason=reason, ids=ids, event_filter=dead_only, kind="dead-retry", **options)
+
+
+def replay_runs(db: Db, *, limit: int = 20) -> list[ReplayRun]:
+    """The most recent replay runs, newest first."""
+    with connection(db, "list replay runs") as conn:
+        return ReplayStore(conn).runs(limit)

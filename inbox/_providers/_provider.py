@@ -1,0 +1,148 @@
+"""What a provider is: one record (``Provider``) that the generic code asks, built from the
+arguments of one ``build_*`` call (``ProviderConfig``).
+
+A provider's module (``_stripe``, ``_alipay``, ...) holds its verifier and signer and ends with
+its ``PROVIDER``: how to build both from a source's configuration, where its deliveries carry
+the idempotency key and the event type, the sample ``inbox send`` signs, and what the provider
+expects back (a reply body, a handshake). ``inbox._core.schemes`` names the module.
+"""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inbox._core.specs import Spec, parse_spec
+
+from ._base import Signer, Verifier, WebhookRequest
+
+__all__ = ["Provider", "ProviderConfig", "Sample", "dev_token", "iso_time", "specs"]
+
+
+class ProviderConfig:
+    """The arguments of one ``build_*`` call, with checks that word their errors alike."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        secrets: Sequence[str],
+        public_keys: Sequence[str] | Mapping[str, str],
+        private_key: str | None,
+        tolerance_seconds: int,
+        options: Mapping[str, object],
+    ) -> None:
+        if isinstance(secrets, str):
+            raise ValueError(f"{name}: secrets must be a list of strings, not one string")
+        self.name = name
+        self.secrets = [s for s in secrets if s]
+        self.public_keys = public_keys
+        self.private_key = private_key
+        self.tolerance_seconds = tolerance_seconds
+        self.options = options
+        if tolerance_seconds < 0:
+            raise ValueError(f"{name}: tolerance_seconds must not be negative")
+
+    def allow_options(self, *allowed: str) -> None:
+        unknown = sorted(set(self.options) - set(allowed))
+        if unknown:
+            hint = f"; it takes {sorted(allowed)}" if allowed else "; it takes none"
+            raise ValueError(f"{self.name}: unknown options {unknown}{hint}")
+
+    def require_secrets(self) -> list[str]:
+        if not self.secrets:
+            raise ValueError(f"{self.name}: at least one secret is required (secrets = [...])")
+        return self.secrets
+
+    def key_list(self) -> list[str]:
+        if isinstance(self.public_keys, (str, Mapping)):
+            raise ValueError(f"{self.name}: public_keys must be a list of PEM strings")
+        return [k for k in self.public_keys if k]
+
+    def require_private_key(self) -> str:
+        if not self.private_key:
+            raise ValueError(f"{self.name}: a private_key is required to sign")
+        return self.private_key
+
+    def string_option(self, key: str) -> str | None:
+        value = self.options.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{self.name}: option {key!r} must be a string")
+        return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What a sample for ``inbox send`` is built from: its delivery id, clock and type."""
+
+    msg_id: str
+    now: float
+    event_type: str
+
+
+def specs(*texts: str) -> tuple[Spec, ...]:
+    return tuple(parse_spec(t) for t in texts)
+
+
+def iso_time(now: float) -> str:
+    return datetime.datetime.fromtimestamp(now, datetime.UTC).isoformat(timespec="seconds")
+
+
+def _plain_sample(sample: Sample) -> dict[str, Any]:
+    # No provider shape: the id in the body keeps a body-hash key fresh.
+    return {"id": sample.msg_id, "message": "hello from inbox send"}
+
+
+def _no_headers(_sample: Sample) -> dict[str, str]:
+    return {}
+
+
+def _hex_id() -> str:
+    return uuid.uuid4().hex
+
+
+def dev_token(prefix: str = "dev_") -> Callable[[], str]:
+    """A made-up shared secret: ``prefix`` and random URL-safe text."""
+    return lambda: prefix + secrets.token_urlsafe(24)
+
+
+def _as_configured(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
+    return dict(options)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provider:
+    """One provider's whole story, asked by receiving, ``inbox send`` and the registry."""
+
+    name: str
+    verifier: Callable[[ProviderConfig], Verifier]
+    signer: Callable[[ProviderConfig], Signer]
+    # Where its deliveries carry the idempotency key / event type, tried in order.
+    key_specs: tuple[Spec, ...] = field(default_factory=lambda: specs("body-sha256"))
+    type_specs: tuple[Spec, ...] = ()
+    # Key specs that a source's options add in front of key_specs (the hmac recipe's id).
+    option_key_specs: Callable[[Mapping[str, object]], tuple[Spec, ...]] | None = None
+    # `inbox send`: a body in the provider's shape, the headers its deliveries always carry,
+    # a delivery id in its spelling, the type of a sample, and whether it posts a form.
+    sample: Callable[[Sample], dict[str, Any]] = _plain_sample
+    envelope: Callable[[Sample], dict[str, str]] = _no_headers
+    new_id: Callable[[], str] = _hex_id
+    sample_type: str = "inbox.test"
+    posts_form: bool = False
+    # A source's settings as this provider's verifier / signer options (the source is a
+    # SourceSettings: public_url, public_keys).
+    verifier_options: Callable[[Mapping[str, Any], Any], dict[str, Any]] = _as_configured
+    signer_options: Callable[[Mapping[str, Any], Any], dict[str, Any]] = _as_configured
+    # The body and content type of the acknowledgement, when the provider wants its own.
+    accepted_reply: tuple[bytes, str] | None = None
+    # A signed handshake that is no event: the JSON reply to send, not stored.
+    handshake: Callable[[WebhookRequest], dict[str, Any] | None] | None = None
+    # Accepts anything: the receiver warns at start-up.
+    unverified: bool = False
+    # A made-up shared secret in the provider's format, for `inbox dev` and inbox.testing
+    # (None: the scheme signs with keys, or with nothing).
+    dev_secret: Callable[[], str] | None = None

@@ -1,0 +1,177 @@
+"""Where a delivery's idempotency key and event type come from: pure functions of the request.
+
+Every provider puts its delivery id somewhere else (a header, a field of the JSON body, a
+form field); a source's ``key_from`` / ``type_from`` overrides the provider's default with
+one *spec*:
+
+==================  ===========================================================
+``header:<name>``   the request header ``<name>`` (case-insensitive)
+``json:<pointer>``  an RFC 6901 JSON pointer into the body (``json:/data/id``)
+``form:<field>``    a field of a form-encoded body
+``body-sha256``     the hex SHA-256 of the raw body (the key only: identical bodies
+                    are then one event)
+==================  ===========================================================
+
+A provider's record (``inbox._providers``) holds its defaults; a default may be a chain of
+specs, tried in order (Shopify: the event id, else the webhook id). The same specs also work
+backwards, ``inject``-ing a key and type into the sample that ``inbox send`` signs, so a send
+honours a source's overrides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inbox._core.specs import Spec, parse_spec
+from inbox._providers import WebhookRequest, provider
+from inbox._providers._base import FORM_CONTENT_TYPE, parse_form
+
+__all__ = [
+    "Extraction",
+    "Spec",
+    "extraction_for",
+    "inject",
+    "parse_spec",
+]
+
+
+class _Body:
+    """The body parsed at most once per request, as JSON or as a form, on demand."""
+
+    _UNPARSED: Any = object()
+
+    def __init__(self, request: WebhookRequest) -> None:
+        self._request = request
+        self._json: Any = self._UNPARSED
+        self._form: dict[str, str] | None = None
+
+    def json(self) -> Any:
+        if self._json is self._UNPARSED:
+            try:
+                self._json = json.loads(self._request.body)
+            # RecursionError: a hostile, deeply nested body; ValueError covers bad UTF-8,
+            # bad JSON and integers too long to convert.
+            except (ValueError, RecursionError):
+                self._json = None
+        return self._json
+
+    def form(self) -> dict[str, str]:
+        if self._form is None:
+            pairs = self._request.form_params
+            if not pairs and self._request.content_type == FORM_CONTENT_TYPE:
+                # Percent-escapes in another charset than declared (Alipay declares its
+                # charset inside the body): latin-1 decodes anything, and keeps ASCII exact.
+                pairs = parse_form(self._request.body, charset="latin-1")
+            form: dict[str, str] = {}
+            for name, value in pairs:
+                form.setdefault(name, value)  # the first of repeated names
+            self._form = form
+        return self._form
+
+
+def _pointer(document: Any, pointer: str) -> Any:
+    """Resolve an RFC 6901 pointer; None when any step is missing."""
+    if pointer == "":
+        return document
+    node = document
+    for raw in pointer[1:].split("/"):
+        step = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if step not in node:
+                return None
+            node = node[step]
+        elif isinstance(node, list) and step.isdigit() and step.isascii():
+            index = int(step)
+            if index >= len(node) or (step != "0" and step.startswith("0")):
+                return None
+            node = node[index]
+        else:
+            return None
+    return node
+
+
+def _as_text(value: Any) -> str | None:
+    """A key or type is a non-empty string, or an integer written as one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _lookup(spec: Spec, request: WebhookRequest, body: _Body) -> str | None:
+    if spec.kind == "header":
+        return _as_text(request.headers.get(spec.arg, "").strip())
+    if spec.kind == "json":
+        return _as_text(_pointer(body.json(), spec.arg))
+    if spec.kind == "form":
+        return _as_text(body.form().get(spec.arg))
+    return hashlib.sha256(request.body).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """The specs of one source: the key's (at least one) and the type's (possibly none)."""
+
+    key_specs: tuple[Spec, ...]
+    type_specs: tuple[Spec, ...]
+
+    def extract(self, request: WebhookRequest) -> tuple[str | None, str | None]:
+        """Return ``(key, event_type)``; either is None when no spec yields a value."""
+        body = _Body(request)
+        key = next(
+            (v for s in self.key_specs if (v := _lookup(s, request, body)) is not None), None
+        )
+        event_type = next(
+            (v for s in self.type_specs if (v := _lookup(s, request, body)) is not None), None
+        )
+        return key, event_type
+
+
+def extraction_for(
+    verifier: str,
+    *,
+    key_from: str | None = None,
+    type_from: str | None = None,
+    options: Mapping[str, object] | None = None,
+) -> Extraction:
+    """The extraction of a source: its overrides, else its provider's defaults."""
+    record = provider(verifier)
+    if key_from:
+        key_specs: tuple[Spec, ...] = (parse_spec(key_from),)
+    else:
+        key_specs = record.key_specs
+        if record.option_key_specs is not None:
+            key_specs = (*record.option_key_specs(options or {}), *key_specs)
+    if type_from:
+        type_specs: tuple[Spec, ...] = (parse_spec(type_from),)
+    else:
+        type_specs = record.type_specs
+    return Extraction(key_specs, type_specs)
+
+
+def inject(spec: Spec, value: str, *, payload: dict[str, Any], headers: dict[str, str]) -> None:
+    """Put ``value`` where ``spec`` reads it from: a header, a (nested) field, a form field.
+
+    ``payload`` is the sample before encoding (a JSON object, or the form's fields). A
+    ``body-sha256`` key needs nothing: a fresh value elsewhere in the body makes it fresh.
+    """
+    if spec.kind == "header":
+        headers[spec.arg] = value
+    elif spec.kind == "form":
+        payload[spec.arg] = value
+    elif spec.kind == "json" and spec.arg:
+        tokens = [t.replace("~1", "/").replace("~0", "~") for t in spec.arg[1:].split("/")]
+        node = payload
+        for step in tokens[:-1]:
+            child = node.get(step)
+            if not isinstance(child, dict):
+                child = node[step] = {}
+            node = child
+        node[tokens[-1]] = value

@@ -1,0 +1,340 @@
+"""The receiver's decisions, free of I/O and of any web framework.
+
+One request goes through four steps; the shells in ``inbox._receiving.receive`` (sync and async) do
+the I/O between them, and every adapter (ASGI, Django, Flask) calls those shells:
+
+1. ``admit``: is the source known, is the announced body small enough? (before any read)
+2. the shell streams the body into a ``BodyCollector``, stopping at the source's limit;
+3. ``prepare``: verify the signature, find the key and type -> a ``PendingWrite`` or a reply;
+4. the shell writes; ``written`` / ``write_failed`` turn the outcome into the reply.
+
+Every reply is counted (``ReceiverMetrics``) and logged here, so the adapters cannot differ.
+The precise reason for a refusal goes to logs and metrics, never to the caller, except
+after a valid signature (a 400 says what is missing: only the provider can see it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inbox._core.errors import VerificationError
+from inbox._core.logs import get_logger
+from inbox._core.settings import Settings
+from inbox._providers import Provider, Verifier, WebhookRequest, provider
+from inbox._receiving.extract import Extraction
+from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
+from inbox._receiving.source_config import source_extraction, source_verifier
+from inbox._writing.plan import MAX_EVENT_TYPE_LENGTH, WriteResult
+
+__all__ = [
+    "BodyCollector",
+    "PendingWrite",
+    "Receiver",
+    "ReceiverResponse",
+    "ReceivingSource",
+    "normalise_headers",
+]
+
+log = get_logger("inbox.receiver")
+
+# Seconds a provider is asked to wait before retrying after a 503.
+RETRY_AFTER_SECONDS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverResponse:
+    """What to answer, independent of the framework that sends it.
+
+    ``outcome`` is the metrics label (accepted, duplicate, unauthorized, ...); ``reason`` the
+    precise cause of a refusal (for logs and metrics only).
+    """
+
+    status: int
+    body: bytes
+    content_type: str
+    outcome: str
+    reason: str | None = None
+    event_id: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def _json_reply(
+    status: int,
+    payload: Mapping[str, object],
+    *,
+    outcome: str,
+    reason: str | None = None,
+    event_id: int | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> ReceiverResponse:
+    return ReceiverResponse(
+        status=status,
+        body=json.dumps(payload, separators=(",", ":")).encode(),
+        content_type="application/json",
+        outcome=outcome,
+        reason=reason,
+        event_id=event_id,
+        headers=headers or {},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivingSource:
+    """A configured source, ready to receive: its verifier, extraction and body limit."""
+
+    name: str
+    verifier_name: str
+    verifier: Verifier
+    provider: Provider
+    extraction: Extraction
+    max_body_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """A verified delivery, ready for ``InboxWriter.write(**pending.write_args())``."""
+
+    source: ReceivingSource
+    key: str
+    event_type: str | None
+    body: bytes
+    headers: Mapping[str, str]
+
+    def write_args(self) -> dict[str, Any]:
+        return {
+            "source": self.source.name,
+            "key": self.key,
+            "body": self.body,
+            "headers": self.headers,
+            "event_type": self.event_type,
+            "verifier": self.source.verifier_name,
+        }
+
+
+class BodyCollector:
+    """Accumulates a body's chunks and says stop as soon as it passes ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._buffer = bytearray()
+
+    def add(self, chunk: bytes) -> bool:
+        """Append ``chunk``; False means the body is over the limit (stop reading)."""
+        if len(self._buffer) + len(chunk) > self._limit:
+            return False
+        self._buffer += chunk
+        return True
+
+    @property
+    def body(self) -> bytes:
+        return bytes(self._buffer)
+
+
+def _announced_length(headers: Mapping[str, str]) -> int | None:
+    raw = headers.get("content-length", "").strip()
+    return int(raw) if raw.isdigit() and raw.isascii() else None
+
+
+class Receiver:
+    """The receiving rules of a set of sources; one instance serves every request.
+
+    ``clock`` (Unix seconds) is what timestamps are checked against; tests may pin it.
+    Configuration mistakes raise ``ConfigError`` here, at start-up.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        metrics: ReceiverMetrics | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.metrics = metrics if metrics is not None else ReceiverMetrics()
+        self.write_timeout_seconds = settings.receiver.write_timeout_seconds
+        self._clock = clock
+        self._redact = frozenset(h.lower() for h in settings.receiver.redact_headers)
+        self._sources: dict[str, ReceivingSource] = {}
+        for source in settings.sources:
+            self._sources[source.name] = ReceivingSource(
+                name=source.name,
+                verifier_name=source.verifier,
+                verifier=source_verifier(source),
+                provider=provider(source.verifier),
+                extraction=source_extraction(source),
+                max_body_bytes=source.max_body_bytes,
+            )
+            if self._sources[source.name].provider.unverified:
+                log.warning(
+                    "unverified_source_configured",
+                    source=source.name,
+                    hint="verifier 'none' accepts anything: use it for trusted internal senders",
+                )
+
+    @property
+    def sources(self) -> Mapping[str, ReceivingSource]:
+        return self._sources
+
+    # -- step 1 ---------------------------------------------------------------------------
+
+    def admit(
+        self, source_name: str, headers: Mapping[str, str]
+    ) -> ReceivingSource | ReceiverResponse:
+        """Before reading the body: the source, or a 404 / 413 reply.
+
+        ``headers`` are lower-cased (``normalise_headers``).
+        """
+        source = self._sources.get(source_name)
+        if source is None:
+            return self._refuse(
+                UNKNOWN_SOURCE_LABEL, 404, "unknown_source", "not_found", detail=source_name[:100]
+            )
+        announced = _announced_length(headers)
+        if announced is not None and announced > source.max_body_bytes:
+            return self.body_too_large(source)
+        return source
+
+    def body_too_large(self, source: ReceivingSource) -> ReceiverResponse:
+        return self._refuse(
+            source.name,
+            413,
+            "body_too_large",
+            "too_large",
+            extra={"limit_bytes": source.max_body_bytes},
+        )
+
+    # -- step 3 ---------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        source: ReceivingSource,
+        *,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> PendingWrite | ReceiverResponse:
+        """Verify, then find the key and type: the write to make, or the reply to send."""
+        request = WebhookRequest(method=method, url=url, headers=headers, body=body)
+        try:
+            source.verifier.verify(request, now=self._clock())
+        except VerificationError as exc:
+            return self._refuse(source.name, 401, exc.reason, "unauthorized")
+        key, event_type = source.extraction.extract(request)
+        if key is None:
+            handshake = source.provider.handshake
+            if handshake is not None and (reply := handshake(request)) is not None:
+                # A signed handshake (Slack's url_verification) is no event: not stored.
+                self.metrics.observe(source.name, "handshake")
+                log.info("handshake_answered", source=source.name, provider=source.verifier_name)
+                return _json_reply(200, reply, outcome="handshake")
+            # The signature verified: the sender is the provider, and may learn what is
+            # missing (unlike a 401, whose reason would help a forger).
+            looked_at = ", ".join(str(spec) for spec in source.extraction.key_specs)
+            return self._refuse(
+                source.name,
+                400,
+                "no_idempotency_key",
+                "bad_request",
+                extra={
+                    "error": "no_idempotency_key",
+                    "detail": f"no idempotency key in the request (looked at {looked_at});"
+                    " the source's key_from setting says where else to look",
+                },
+            )
+        if event_type is not None and (
+            len(event_type) > MAX_EVENT_TYPE_LENGTH or "\x00" in event_type
+        ):
+            event_type = None  # the type is a convenience; an odd one must not lose the event
+        stored = {
+            name: value
+            for name, value in headers.items()
+            if name not in self._redact and "\x00" not in name and "\x00" not in value
+        }
+        return PendingWrite(source, key, event_type, body, stored)
+
+    # -- step 4 ---------------------------------------------------------------------------
+
+    def written(
+        self, pending: PendingWrite, result: WriteResult, seconds: float
+    ) -> ReceiverResponse:
+        """The write committed (or the key was already there): acknowledge."""
+        name = pending.source.name
+        outcome = "accepted" if result.is_new else "duplicate"
+        self.metrics.observe_write(name, seconds)
+        self.metrics.observe(name, outcome)
+        log.info(
+            f"webhook_{outcome}",
+            source=name,
+            event_id=result.event_id,
+            key=pending.key,
+            event_type=pending.event_type,
+        )
+        headers = {"inbox-event-id": str(result.event_id)}
+        if (own := pending.source.provider.accepted_reply) is not None:
+            body, content_type = own  # e.g. Alipay retries until the body is exactly "success"
+            return ReceiverResponse(
+                200, body, content_type, outcome, event_id=result.event_id, headers=headers
+            )
+        return _json_reply(
+            200,
+            {"status": outcome, "event_id": result.event_id},
+            outcome=outcome,
+            event_id=result.event_id,
+            headers=headers,
+        )
+
+    def write_failed(self, pending: PendingWrite, reason: str, error: str) -> ReceiverResponse:
+        """The write raised or timed out: 503 (the provider retries), or 400 for bad input.
+
+        ``reason`` is ``database_unavailable``, ``write_timeout`` or ``invalid_write``.
+        """
+        name = pending.source.name
+        if reason == "invalid_write":
+            log.warning("webhook_rejected", source=name, reason=reason, status=400, error=error)
+            self.metrics.observe(name, "bad_request", reason)
+            return _json_reply(
+                400, {"error": "invalid_idempotency_key", "detail": error}, outcome="bad_request"
+            )
+        log.error("webhook_write_failed", source=name, key=pending.key, reason=reason, error=error)
+        self.metrics.observe(name, "unavailable", reason)
+        return _json_reply(
+            503,
+            {"error": "unavailable", "detail": "the inbox could not store the webhook; retry"},
+            outcome="unavailable",
+            reason=reason,
+            headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+        )
+
+    def _refuse(
+        self,
+        source_label: str,
+        status: int,
+        reason: str,
+        outcome: str,
+        *,
+        detail: str | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> ReceiverResponse:
+        self.metrics.observe(source_label, outcome, reason)
+        log.warning(
+            "webhook_rejected",
+            source=detail if source_label == UNKNOWN_SOURCE_LABEL else source_label,
+            reason=reason,
+            status=status,
+        )
+        payload: dict[str, object] = {"error": outcome}
+        payload.update(extra or {})
+        return _json_reply(status, payload, outcome=outcome, reason=reason)
+
+
+def normalise_headers(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Lower-case header names; repeated headers are joined with ", " (RFC 9110)."""
+    headers: dict[str, str] = {}
+    for name, value in pairs:
+        lowered = name.lower()
+        headers[lowered] = f"{headers[lowered]}, {value}" if lowered in headers else value
+    return headers

@@ -1,0 +1,158 @@
+"""What ``InboxWriter`` and ``AsyncInboxWriter`` share, free of I/O: the constructor and its
+checks, the pool a writer makes for itself, the plan of a write and whether a wake-up follows.
+
+The two shells (``inbox._writing.writer``, ``inbox._writing.writer_async``) add only the
+I/O: the pool's connections, the rounds of the write statement, the NOTIFY. psycopg_pool
+splits its pools the same way (``BasePool`` under ``ConnectionPool`` and
+``AsyncConnectionPool``), so a rule about a writer's arguments is written once and the twins
+cannot drift.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, LiteralString, TypeVar, get_args
+
+import psycopg
+
+from inbox._core.errors import InboxError
+from inbox._core.logs import get_logger
+from inbox._writing.plan import (
+    MAX_WRITE_ROUNDS,
+    NotifyCoalescer,
+    WriteResult,
+    owned_pool_options,
+    prepare_write,
+    write_query,
+)
+
+__all__ = [
+    "NotifyMode",
+    "PlannedWrite",
+    "WriterBase",
+    "log",
+    "rounds_exhausted",
+    "write_rounds",
+]
+
+NotifyMode = Literal["after_commit", "in_transaction", "off"]
+NOTIFY_MODES: tuple[str, ...] = get_args(NotifyMode)
+
+log = get_logger("inbox.writer")
+
+PoolT = TypeVar("PoolT")
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedWrite:
+    """A checked write: the statement's parameters, and whose transaction it joins."""
+
+    params: dict[str, Any]
+    in_callers_txn: bool
+
+    @property
+    def notifies_in_statement(self) -> bool:
+        """The statement itself sends the NOTIFY (it commits with the event)."""
+        return bool(self.params["notify"])
+
+
+def write_rounds() -> Iterator[LiteralString]:
+    """The statements of a write, in order: insert, then look up a concurrent winner's row."""
+    return (write_query(round_no) for round_no in range(MAX_WRITE_ROUNDS))
+
+
+def rounds_exhausted(params: Mapping[str, Any]) -> InboxError:
+    """The error when no round wrote or found the row (it vanished between the rounds)."""
+    return InboxError(f"could not write or find {params['source']}:{params['key']}")
+
+
+class WriterBase(ABC, Generic[PoolT]):
+    """The state and rules of a writer; ``PoolT`` is the shell's pool class.
+
+    Give it a connection string (the writer then owns a pool of autocommit connections) or a
+    ``pool=`` of your own, not both. ``connection_kwargs`` go to every connection of an owned
+    pool (``connect_timeout``, ``options="-c statement_timeout=5000"``, ...).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: PoolT | None = None,
+        notify: NotifyMode = "after_commit",
+        notify_interval_seconds: float = 0.01,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_seconds: float = 5.0,
+        connection_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        name = type(self).__name__
+        if notify not in NOTIFY_MODES:
+            choices = ", ".join(repr(mode) for mode in NOTIFY_MODES)
+            raise ValueError(f"{name}(notify=...) must be one of {choices}, got {notify!r}")
+        self._owns_pool = pool is None
+        if pool is None:
+            if dsn is None:
+                raise TypeError(f"{name} needs a connection string or pool=")
+            pool = self._make_pool(
+                dsn,
+                owned_pool_options(
+                    min_size=min_size,
+                    max_size=max_size,
+                    timeout_seconds=timeout_seconds,
+                    connection_kwargs=connection_kwargs,
+                ),
+            )
+        elif dsn is not None:
+            raise TypeError(f"{name} takes a connection string or pool=, not both")
+        self._pool: PoolT = pool
+        self._notify: NotifyMode = notify
+        self._coalescer = NotifyCoalescer(notify_interval_seconds)
+        self._init_io()
+
+    @abstractmethod
+    def _make_pool(self, dsn: str, options: dict[str, Any]) -> PoolT:
+        """The pool an owning writer makes from ``owned_pool_options``."""
+
+    def _init_io(self) -> None:
+        """The shell's own state (timers, tasks); runs once the pool is set."""
+
+    def _plan(
+        self,
+        source: str,
+        key: str,
+        body: bytes,
+        headers: Mapping[str, str] | None,
+        event_type: str | None,
+        verifier: str | None,
+        conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any] | None,
+    ) -> PlannedWrite:
+        """Check a write; ``conn`` is the caller's connection, None for the writer's pool.
+
+        A write that joins the caller's open transaction sends its NOTIFY in that
+        transaction (unless notifications are off): only its commit may wake the workers.
+        """
+        in_callers_txn = conn is not None and not conn.autocommit
+        params = prepare_write(
+            source=source,
+            key=key,
+            body=body,
+            headers=headers,
+            event_type=event_type,
+            verifier=verifier,
+            notify_in_transaction=self._notify == "in_transaction"
+            or (in_callers_txn and self._notify != "off"),
+        )
+        return PlannedWrite(params, in_callers_txn)
+
+    def _owes_wake_up(self, plan: PlannedWrite, result: WriteResult) -> bool:
+        """Whether a NOTIFY is owed after the write committed: a new event whose statement
+        did not send one, written outside the caller's transaction, with notifications on."""
+        return (
+            result.is_new
+            and not plan.notifies_in_statement
+            and not plan.in_callers_txn
+            and self._notify != "off"
+        )

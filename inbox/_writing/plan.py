@@ -1,0 +1,223 @@
+"""The writer's logic, free of I/O: validation, statement parameters, result decoding, and
+the coalescing of wake-up notifications. The sync and async writers are thin shells over it."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+from psycopg.types.json import Jsonb
+
+from inbox._core.errors import InvalidWriteError
+from inbox._core.sql import load_queries
+
+__all__ = [
+    "NotifyCoalescer",
+    "WriteResult",
+    "group_params",
+    "owned_pool_options",
+    "prepare_write",
+    "read_result",
+    "write_query",
+]
+
+MAX_SOURCE_LENGTH = 100
+MAX_KEY_LENGTH = 255
+MAX_EVENT_TYPE_LENGTH = 255
+# insert_event, then record_duplicate when a concurrent writer's row was invisible to the
+# first statement; a row that vanished in between (pruned) earns one more round.
+MAX_WRITE_ROUNDS = 3
+
+QUERIES = load_queries("inbox.sql", "queries.sql")
+INSERT_EVENT: LiteralString = QUERIES["insert_event"]
+INSERT_EVENTS: LiteralString = QUERIES["insert_events"]
+RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
+NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
+PING: LiteralString = QUERIES["ping"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did: the event's id, and whether this call created it."""
+
+    event_id: int
+    is_new: bool
+
+
+def _check_text(name: str, value: object, max_length: int, source: object, key: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidWriteError(
+            f"{name} must be a str, got {type(value).__name__}", source=source, key=key
+        )
+    if not value:
+        raise InvalidWriteError(f"{name} must not be empty", source=source, key=key)
+    if len(value) > max_length:
+        raise InvalidWriteError(
+            f"{name} is {len(value)} characters; the limit is {max_length}",
+            source=source,
+            key=key,
+        )
+    if "\x00" in value:
+        raise InvalidWriteError(
+            f"{name} contains a NUL character, which PostgreSQL text cannot hold",
+            source=source,
+            key=key,
+        )
+    return value
+
+
+def _check_headers(headers: object, source: str, key: str) -> dict[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise InvalidWriteError(
+            f"headers must be a mapping of str to str, got {type(headers).__name__}",
+            source=source,
+            key=key,
+        )
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidWriteError(
+                f"headers must map str to str; {name!r} maps to {type(value).__name__}",
+                source=source,
+                key=key,
+            )
+        if "\x00" in name or "\x00" in value:
+            raise InvalidWriteError(
+                f"header {name!r} contains a NUL character", source=source, key=key
+            )
+        checked[name] = value
+    return checked
+
+
+def prepare_write(
+    *,
+    source: object,
+    key: object,
+    body: object,
+    headers: object,
+    event_type: object,
+    verifier: object,
+    notify_in_transaction: bool,
+) -> dict[str, Any]:
+    """Validate a write and return the parameters of ``insert_event``.
+
+    Every check runs before any SQL, so a refused write touches nothing.
+    """
+    checked_source = _check_text("source", source, MAX_SOURCE_LENGTH, source, key)
+    checked_key = _check_text("key", key, MAX_KEY_LENGTH, source, key)
+    if not isinstance(body, bytes):
+        raise InvalidWriteError(
+            f"body must be bytes (the raw request body), got {type(body).__name__}",
+            source=source,
+            key=key,
+        )
+    checked_type = (
+        None
+        if event_type is None
+        else _check_text("event_type", event_type, MAX_EVENT_TYPE_LENGTH, source, key)
+    )
+    checked_verifier = (
+        None if verifier is None else _check_text("verifier", verifier, 100, source, key)
+    )
+    return {
+        "source": checked_source,
+        "key": checked_key,
+        "event_type": checked_type,
+        "verifier": checked_verifier,
+        "headers": Jsonb(_check_headers(headers, checked_source, checked_key)),
+        "body": body,
+        "body_sha256": hashlib.sha256(body).digest(),
+        "notify": notify_in_transaction,
+    }
+
+
+def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The parameters of ``insert_events`` for several prepared writes, in their order."""
+    return {
+        "sources": [w["source"] for w in writes],
+        "keys": [w["key"] for w in writes],
+        "event_types": [w["event_type"] for w in writes],
+        "verifiers": [w["verifier"] for w in writes],
+        "headers": [w["headers"] for w in writes],
+        "bodies": [w["body"] for w in writes],
+        "body_sha256s": [w["body_sha256"] for w in writes],
+    }
+
+
+def read_result(row: tuple[Any, ...] | None) -> WriteResult | None:
+    """Decode a row of insert_event / record_duplicate; None means "run the next round"."""
+    if row is None:
+        return None
+    return WriteResult(event_id=int(row[0]), is_new=bool(row[1]))
+
+
+class NotifyCoalescer:
+    """Decides when a writer sends its after-commit wake-up.
+
+    At most one NOTIFY per ``interval`` seconds: the first commit after a quiet spell is
+    announced at once (so an idle system wakes in milliseconds), commits inside the interval
+    are covered by one trailing NOTIFY at its end (so the last write of a burst is never left
+    to the fallback poll). Thread-safe; the caller owns the clock and the I/O.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._last_sent = -math.inf
+        self._trailing_due: float | None = None
+        self._lock = threading.Lock()
+
+    def after_commit(self, now: float) -> float | None:
+        """Call after a new event committed. Returns 0.0 to notify now, a delay in seconds to
+        schedule the trailing notify after, or None when one is already scheduled."""
+        with self._lock:
+            if self._trailing_due is not None:
+                return None
+            if now - self._last_sent >= self._interval:
+                self._last_sent = now
+                return 0.0
+            self._trailing_due = self._last_sent + self._interval
+            return self._trailing_due - now
+
+    def take_trailing(self, now: float) -> bool:
+        """Call when the trailing notify's timer fires, or when the writer closes. True
+        exactly once per scheduled trailing notify: the caller then sends it. The slot is
+        cleared *before* the send, so a commit that lands while it is being sent schedules
+        a new one instead of being left uncovered."""
+        with self._lock:
+            if self._trailing_due is None:
+                return False
+            self._trailing_due = None
+            self._last_sent = now
+            return True
+
+
+def owned_pool_options(
+    *,
+    min_size: int,
+    max_size: int,
+    timeout_seconds: float,
+    connection_kwargs: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Options of the pool a writer makes for itself: autocommit connections, so a new event
+    is one statement and one round trip."""
+    return {
+        "min_size": min_size,
+        "max_size": max_size,
+        "timeout": timeout_seconds,
+        "kwargs": {
+            "application_name": "pg-inbox writer",
+            **(connection_kwargs or {}),
+            "autocommit": True,
+        },
+    }
+
+
+def write_query(round_no: int) -> LiteralString:
+    """The statement for a round of a write: insert first, then look up the winner's row."""
+    return INSERT_EVENT if round_no % 2 == 0 else RECORD_DUPLICATE

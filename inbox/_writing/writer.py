@@ -1,0 +1,151 @@
+"""``InboxWriter``: append webhooks to the inbox from synchronous code (Django, Flask, ...).
+
+A thin shell over ``inbox._writing.base`` (arguments, the plan of a write) and
+``inbox._writing.plan`` (checks, statements); ``inbox._writing.writer_async`` is its async twin.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg_pool import ConnectionPool
+
+from inbox._core.db import translate_driver_errors
+from inbox._core.pool_care import PoolCare
+from inbox._writing.base import (
+    WriterBase,
+    log,
+    rounds_exhausted,
+    write_rounds,
+)
+from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
+
+__all__ = ["InboxWriter"]
+
+
+class InboxWriter(WriterBase[ConnectionPool]):
+    """Appends raw webhooks to the inbox log; one round trip for a new event.
+
+    Give it a connection string (it then owns a pool of autocommit connections) or your own
+    ``psycopg_pool.ConnectionPool``. ``write(..., conn=c)`` joins ``c``'s open transaction
+    instead: the event commits or rolls back with the caller's own writes.
+    ``connection_kwargs`` go to every connection of an owned pool (``connect_timeout``,
+    ``options="-c statement_timeout=5000"``, ...).
+    """
+
+    # Set when the writer makes its own pool: prompt reconnection after a server restart.
+    _care: PoolCare | None = None
+
+    def _make_pool(self, dsn: str, options: dict[str, Any]) -> ConnectionPool:
+        self._care = PoolCare(dsn)
+        pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
+        self._care.attach(pool)
+        pool.open()
+        return pool
+
+    def _init_io(self) -> None:
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
+
+    def write(
+        self,
+        source: str,
+        key: str,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        event_type: str | None = None,
+        verifier: str | None = None,
+        conn: psycopg.Connection[Any] | None = None,
+    ) -> WriteResult:
+        """Append one delivery. Returns the event id and whether it was new.
+
+        A duplicate ``(source, key)`` creates no work; it is recorded as a delivery.
+        Raises ``InvalidWriteError`` before any SQL for bad input, and
+        ``DatabaseUnavailableError`` when the write could not be committed.
+        """
+        plan = self._plan(source, key, body, headers, event_type, verifier, conn)
+        with translate_driver_errors(f"writing {source}:{key}"):
+            result = self._write_one(plan.params) if conn is None else self._run(conn, plan.params)
+        if self._owes_wake_up(plan, result):
+            self._after_commit()
+        return result
+
+    def ping(self) -> None:
+        """Check that the database answers and holds the inbox schema (health checks).
+
+        Raises ``DatabaseUnavailableError``, or ``MigrationError`` when the schema is missing.
+        """
+        if self._care is not None:
+            self._care.known_down(self._pool)
+        with translate_driver_errors("checking the database"), self._pool.connection() as conn:
+            conn.execute(PING)
+
+    def _write_one(self, params: dict[str, Any]) -> WriteResult:
+        """One write on a connection of the pool, committed."""
+        with self._pool.connection() as own:
+            result = self._run(own, params)
+            if not own.autocommit:
+                own.commit()
+        return result
+
+    def _run(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> WriteResult:
+        # The caller's connection may have any row factory; ours reads tuples.
+        cursor = conn.cursor(row_factory=tuple_row)
+        for query in write_rounds():
+            result = read_result(cursor.execute(query, params).fetchone())
+            if result is not None:
+                return result
+        raise rounds_exhausted(params)
+
+    def _after_commit(self) -> None:
+        delay = self._coalescer.after_commit(time.monotonic())
+        if delay == 0.0:
+            self._send_notify()
+        elif delay is not None:
+            with self._timer_lock:
+                self._timer = threading.Timer(delay, self._send_trailing)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _send_trailing(self) -> None:
+        if self._coalescer.take_trailing(time.monotonic()):
+            self._send_notify()
+
+    def _send_notify(self) -> None:
+        # A hint only: a lost notification costs latency (the workers' poll finds the row),
+        # never an event, so a failure here is logged and not raised to the writer.
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(NOTIFY_WORK)
+                if not conn.autocommit:
+                    conn.commit()
+        except (psycopg.Error, OSError) as exc:
+            log.warning("notify_failed", error=str(exc))
+
+    def close(self) -> None:
+        """Send a pending wake-up now, and close the pool if the writer owns it."""
+        with self._timer_lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._send_trailing()  # a no-op unless a trailing notify is still owed
+        if self._owns_pool:
+            self._pool.close()
+
+    def __enter__(self) -> InboxWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
