@@ -51,6 +51,10 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
     bars: list[Progress] = []
 
     def ask(count: int) -> bool:
+        # Asked again when the replay starts over on a fresh snapshot: one bar, the last.
+        for bar in bars:
+            bar.close()
+        bars.clear()
         if count > CONFIRM_ABOVE and not confirm(
             f"queue {count} events for replay?", assume_yes=args.yes
         ):

@@ -28,6 +28,10 @@ def translate_driver_errors(action: str) -> Iterator[None]:
             f"{action}: the inbox schema is missing ({exc.diag.message_primary or exc});"
             " run `inbox db upgrade`"
         ) from exc
+    except psycopg.errors.SerializationFailure:
+        # The database answered "try again" (a REPEATABLE READ snapshot went stale): the
+        # caller decides, it is not an outage.
+        raise
     except psycopg_pool.PoolTimeout as exc:
         raise DatabaseUnavailableError(
             f"{action}: no database connection available: {exc}"
