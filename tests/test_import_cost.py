@@ -2,17 +2,14 @@
 logging's renderers, the web stack and the settings load when first used, not on import.
 
 What the import costs is measured with ``python -X importtime`` (docs/architecture.md), never
-timed here; this pins which heavy modules it must not pull in. A fresh interpreter each time:
-this test process has loaded everything already.
+timed here; this pins which heavy modules it must not pull in.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+
+from tests._imports import loaded_after as _loaded_after
 
 HEAVY = (
     "psycopg",
@@ -29,15 +26,7 @@ HEAVY = (
 
 
 def loaded_after(code: str) -> list[str]:
-    """The ``HEAVY`` modules a fresh interpreter holds after running ``code``."""
-    probe = (
-        f"{code}\nimport json, sys\n"
-        f"print(json.dumps([n for n in {list(HEAVY)!r} if n in sys.modules]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    return list(json.loads(result.stdout))
+    return _loaded_after(code, HEAVY)
 
 
 @pytest.mark.parametrize(
