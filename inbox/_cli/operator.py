@@ -15,9 +15,9 @@ from inbox._cli.common import (
     add_page_arguments,
     confirm,
     event_ref,
-    events_table,
     filter_from_args,
     http_url,
+    list_page,
     print_json,
 )
 from inbox._core.runtime import database_url
@@ -106,15 +106,7 @@ def _render_status(st: Status) -> str:
 
 
 def _events_list(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
-        page = queries.events(url, filter_from_args(args), limit=args.limit, before=args.before)
-    if args.json:
-        print_json(page.to_json())
-        return 0
-    print(events_table(page.events) if page.events else "no events match")
-    if page.next_before is not None:
-        print(f"more: --before {page.next_before}")
-    return 0
+    return list_page(args, settings, filter_from_args(args), empty="no events match")
 
 
 def _events_show(args: argparse.Namespace, settings: Settings) -> int:

@@ -6,7 +6,6 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from inbox import queries
 from inbox._cli.common import (
     above_zero,
     add_filter_arguments,
@@ -14,6 +13,7 @@ from inbox._cli.common import (
     confirm,
     events_table,
     filter_from_args,
+    list_page,
     positive_int,
     print_json,
 )
@@ -132,15 +132,7 @@ def _dead_retry(args: argparse.Namespace, settings: Settings) -> int:
 
 def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     selection = replace(filter_from_args(args), states=("dead",))
-    with database_url(settings, part="operator") as url:
-        page = queries.events(url, selection, limit=args.limit, before=args.before)
-    if args.json:
-        print_json(page.to_json())
-        return 0
-    print(events_table(page.events) if page.events else "no dead letters")
-    if page.next_before is not None:
-        print(f"more: --before {page.next_before}")
-    return 0
+    return list_page(args, settings, selection, empty="no dead letters")
 
 
 _rate = above_zero("events per second")
