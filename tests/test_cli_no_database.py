@@ -13,6 +13,8 @@ import pytest
 
 from inbox._cli.main import main
 from inbox._core.embedded import running_dev_server
+from inbox._core.runtime import database_url
+from inbox._core.settings import load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -92,3 +94,18 @@ def test_a_running_dev_server_is_found_and_a_dead_one_is_not(
     assert running_dev_server(data) is None
     assert main(["status"]) == 2
     assert "no database URL" in capsys.readouterr().err
+
+
+def test_the_core_tells_through_the_say_it_is_given_and_prints_nothing(
+    empty_folder: Path, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = empty_folder / ".inbox"
+    data.mkdir()
+    (data / "inbox.lock").write_text(str(os.getpid()))
+    (data / "dev-server.json").write_text(json.dumps({"url": db_url, "pid": os.getpid()}))
+    said: list[str] = []
+    with database_url(load_settings(None), say=said.append) as url:
+        assert url == db_url
+    assert len(said) == 1
+    assert "using the database of the running `inbox dev`" in said[0]
+    assert capsys.readouterr() == ("", "")

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from inbox._cli.logs import say
 from inbox._core.arguments import MAX_BIGINT, port, positive_int
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
@@ -132,7 +133,7 @@ def list_page(
 ) -> int:
     """Print the page of ``selection`` that ``add_page_arguments``' options ask for: a table
     (``empty`` when there is nothing) and how to get the next page, or ``--json``."""
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         page = events(url, selection, limit=args.limit, before=args.before)
     if args.json:
         print_json(page.to_json())

@@ -20,6 +20,7 @@ from inbox._cli.common import (
     list_page,
     print_json,
 )
+from inbox._cli.logs import say
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from inbox._operations.models import Attempt, EventDetail, Status
@@ -41,7 +42,7 @@ def _duration(text: str) -> timedelta:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         st = queries.status(
             url,
             max_age=args.max_age,
@@ -110,7 +111,7 @@ def _events_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _events_show(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         detail = queries.event(url, args.ref, redact=settings.receiver.redact_headers)
     if args.json:
         print_json(detail.to_json())
@@ -215,7 +216,7 @@ def _body_text(e: EventDetail) -> str:
 
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     minimum = timedelta(days=settings.retention.minimum_days)
-    with database_url(settings, part="retention") as url:
+    with database_url(settings, say=say, part="retention") as url:
         preview = queries.prune(url, args.older_than, minimum=minimum, dry_run=True)
         result = preview
         question = (

@@ -17,6 +17,7 @@ from inbox._cli.common import (
     positive_int,
     print_json,
 )
+from inbox._cli.logs import say
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
@@ -67,7 +68,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
         for bar in bars:
             bar.advance(n)
 
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         result = replay(
             url,
             reason=args.reason,
