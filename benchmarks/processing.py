@@ -45,27 +45,21 @@ Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after drai
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
     fresh_database,
     loadavg,
     median,
     postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
 from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
+from benchmarks._report_frame import Report
 from benchmarks._scale import RssResult, ScaleRow, render_scale, run_rss, run_scale
 from benchmarks._systems import (
     Drain,
@@ -308,35 +302,19 @@ def plan_of(args: argparse.Namespace) -> Plan:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
+    report = Report("benchmarks.processing", "# pg-inbox processing benchmark", argv)
+    args = parse_args(report.argv)
     plan = plan_of(args)
-    started = time.monotonic()
-    load_before = loadavg()
     with (
         postgres_server() as (server, where),
         tempfile.TemporaryDirectory(prefix="inbox-bench-logs-") as logs,
     ):
-        facts = server_facts(server)
-        header = [
-            "# pg-inbox processing benchmark",
-            "",
-            *run_facts(command_line("benchmarks.processing", argv), facts, where),
-            f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}",
-        ]
-        print("\n".join(header), flush=True)
+        peers = f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}"
+        report.describe(server, where, peers)
         with templates_of(server, args.peers_python, plan.families) as templates:
             env = Env(server, templates, args.peers_python, args.poll_ms / 1000, Path(logs))
             result = measure(env, plan)
-    header.append(
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
-        f" wall time {time.monotonic() - started:.0f} s"
-    )
-    sections = ["\n".join(lines) for lines in render(result)]
-    text = "\n".join(header) + "\n\n" + "\n\n".join(sections) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, render(result))
     return 0
 
 

@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import os
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,16 +32,11 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
     fresh_database,
-    loadavg,
     postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
+from benchmarks._report_frame import Report
 from benchmarks._servers import inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
 
@@ -176,15 +170,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    load_before = loadavg()
+    report = Report("benchmarks.receiver_load", "# pg-inbox receiver benchmark", argv)
+    args = parse_args(report.argv)
     with (
         _server(args.database_url) as (server, where),
         tempfile.TemporaryDirectory(prefix="inbox-bench-http-") as logs,
     ):
-        facts = server_facts(server)
+        report.describe(server, where)
         result = measure(
             server,
             requests=args.requests,
@@ -193,15 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             driver=args.driver,
             logs=Path(logs),
         )
-    header = [
-        "# pg-inbox receiver benchmark",
-        "",
-        *run_facts(command_line("benchmarks.receiver_load", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after",
-    ]
-    text = "\n".join([*header, "", *render(result)]) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [render(result)])
     return 0
 
 

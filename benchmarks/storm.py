@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
 import tempfile
 import time
 import uuid
@@ -42,17 +41,12 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
     fresh_database,
-    loadavg,
     median,
     postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._http_load import Request, drive_raw, sign
+from benchmarks._report_frame import Report
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
 
@@ -313,15 +307,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    load_before = loadavg()
+    report = Report("benchmarks.storm", "# pg-inbox duplicate storm", argv)
+    args = parse_args(report.argv)
     with (
         postgres_server() as (server, where),
         tempfile.TemporaryDirectory(prefix="inbox-bench-storm-") as logs,
     ):
-        facts = server_facts(server)
+        report.describe(server, where)
         result = measure(
             server,
             keys=args.keys,
@@ -331,15 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logs=Path(logs),
             timeout=args.timeout,
         )
-    header = [
-        "# pg-inbox duplicate storm",
-        "",
-        *run_facts(command_line("benchmarks.storm", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after",
-    ]
-    text = "\n".join([*header, "", *render(result)]) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [render(result)])
     return 0 if result.runs else 1
 
 
