@@ -12,6 +12,7 @@ import pytest
 from tests._imports import loaded_after as _loaded_after
 
 HEAVY = (
+    "asyncio",  # a sync host (Django, Flask) never needs it
     "psycopg",
     "psycopg_pool",
     "cryptography",

@@ -2,12 +2,12 @@
 
 The logic lives in ``inbox._writing.base`` and ``inbox._writing.plan``; this shell only awaits
 the I/O, and group-commits standalone writes (``inbox._writing.groups``). Like
-``InboxWriter``, it imports the driver when it is built, not when it is imported.
+``InboxWriter``, it imports the driver (and asyncio) when it is used, not when it is
+imported: a sync host's ``import inbox`` pays for neither.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -23,6 +23,8 @@ from inbox._writing.base import (
 from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
 
 if TYPE_CHECKING:
+    import asyncio
+
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
@@ -134,9 +136,13 @@ class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
         if delay == 0.0:
             await self._send_notify()
         elif delay is not None:
+            import asyncio  # loaded: this runs in its event loop
+
             self._trailing = asyncio.get_running_loop().call_later(delay, self._start_trailing)
 
     def _start_trailing(self) -> None:
+        import asyncio  # loaded: this runs in its event loop
+
         task = asyncio.get_running_loop().create_task(self._send_trailing())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -165,6 +171,8 @@ class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
         await self._groups.drain()
         await self._send_trailing()  # a no-op unless a trailing notify is still owed
         if self._tasks:
+            import asyncio  # loaded: this runs in its event loop
+
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._owns_pool and self._opened:
             await self._pool.close()
