@@ -5,13 +5,16 @@ written where ``--out`` says. A driver's ``main`` measures; this says how it was
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks._common import (
     command_line,
     loadavg,
+    postgres_server,
     run_facts,
     server_facts,
     stop_cleanly_on_signals,
@@ -23,7 +26,7 @@ __all__ = ["Report"]
 
 class Report:
     """Start one with ``Report(module, title, argv)`` before measuring (``argv`` None: the
-    command line's), ``describe`` the server once it is up, ``finish`` with the sections."""
+    command line's), measure on its ``server()``, ``finish`` with the sections."""
 
     def __init__(self, module: str, title: str, argv: Sequence[str] | None) -> None:
         stop_cleanly_on_signals()
@@ -33,7 +36,20 @@ class Report:
         self._load_before = loadavg()
         self._started = time.monotonic()
 
-    def describe(self, server: str, where: str, *more: str) -> None:
+    @contextmanager
+    def server(self, url: str | None = None, *more: str) -> Iterator[tuple[str, Path]]:
+        """The PostgreSQL server to measure on (``url``, else the one ``postgres_server``
+        finds), described in the header, and a folder for the run's logs (removed after)."""
+        with tempfile.TemporaryDirectory(prefix="inbox-bench-logs-") as logs:
+            if url:
+                self._describe(url, "--database-url", *more)
+                yield url, Path(logs)
+                return
+            with postgres_server() as (found, where):
+                self._describe(found, where, *more)
+                yield found, Path(logs)
+
+    def _describe(self, server: str, where: str, *more: str) -> None:
         """The header's facts of ``server`` (and ``more`` bullet lines), printed at once so a
         long run says what it measures before it ends."""
         facts = server_facts(server)

@@ -40,7 +40,6 @@ from benchmarks._common import (
     fresh_database,
     median,
     percentile,
-    postgres_server,
 )
 from benchmarks._report_frame import Report
 from inbox import queries
@@ -335,8 +334,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.console", "# pg-inbox operator console: server time per page", argv)
     args = parse_args(report.argv)
-    with postgres_server() as (server, where), fresh_database(server) as url:
-        report.describe(server, where)
+    with report.server() as (server, _logs), fresh_database(server) as url:
         _migrate.upgrade(url)
         started = time.perf_counter()
         fill(url, events=args.events, sources=args.sources, days=args.days)

@@ -57,7 +57,6 @@ from benchmarks._common import (
     create_database,
     drop_database,
     fresh_database,
-    postgres_server,
     server_facts,
 )
 from benchmarks._report_frame import Report
@@ -602,8 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.ingest", "# pg-inbox ingest benchmark", argv)
     args = parse_args(report.argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    with postgres_server() as (server, where):
-        report.describe(server, where)
+    with report.server() as (server, _logs):
         result = measure(
             server,
             writers=[int(w) for w in args.writers.split(",")],

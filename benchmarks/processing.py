@@ -45,7 +45,6 @@ Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after drai
 from __future__ import annotations
 
 import argparse
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +54,6 @@ from benchmarks._common import (
     fresh_database,
     loadavg,
     median,
-    postgres_server,
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
 from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
@@ -305,15 +303,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.processing", "# pg-inbox processing benchmark", argv)
     args = parse_args(report.argv)
     plan = plan_of(args)
+    peers = f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}"
     with (
-        postgres_server() as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-logs-") as logs,
+        report.server(None, peers) as (server, logs),
+        templates_of(server, args.peers_python, plan.families) as templates,
     ):
-        peers = f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}"
-        report.describe(server, where, peers)
-        with templates_of(server, args.peers_python, plan.families) as templates:
-            env = Env(server, templates, args.peers_python, args.poll_ms / 1000, Path(logs))
-            result = measure(env, plan)
+        env = Env(server, templates, args.peers_python, args.poll_ms / 1000, logs)
+        result = measure(env, plan)
     report.finish(args.out, render(result))
     return 0
 

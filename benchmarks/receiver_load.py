@@ -19,11 +19,9 @@ own), else ``INBOX_BENCH_DATABASE_URL``, else an embedded PostgreSQL in a tempor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +31,6 @@ import psycopg
 from benchmarks._common import (
     OUT_DIR,
     fresh_database,
-    postgres_server,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
 from benchmarks._report_frame import Report
@@ -141,15 +138,6 @@ def render(result: HttpResult) -> list[str]:
     return lines
 
 
-@contextlib.contextmanager
-def _server(database_url: str | None) -> Iterator[tuple[str, str]]:
-    if database_url:
-        yield database_url, "--database-url"
-    else:
-        with postgres_server() as found:
-            yield found
-
-
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks receiver_load",
@@ -172,18 +160,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.receiver_load", "# pg-inbox receiver benchmark", argv)
     args = parse_args(report.argv)
-    with (
-        _server(args.database_url) as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-http-") as logs,
-    ):
-        report.describe(server, where)
+    with report.server(args.database_url) as (server, logs):
         result = measure(
             server,
             requests=args.requests,
             runs=args.runs,
             concurrency=args.concurrency,
             driver=args.driver,
-            logs=Path(logs),
+            logs=logs,
         )
     report.finish(args.out, [render(result)])
     return 0

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -43,7 +42,6 @@ from benchmarks._common import (
     OUT_DIR,
     fresh_database,
     median,
-    postgres_server,
 )
 from benchmarks._http_load import Request, drive_raw, sign
 from benchmarks._report_frame import Report
@@ -309,18 +307,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.storm", "# pg-inbox duplicate storm", argv)
     args = parse_args(report.argv)
-    with (
-        postgres_server() as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-storm-") as logs,
-    ):
-        report.describe(server, where)
+    with report.server() as (server, logs):
         result = measure(
             server,
             keys=args.keys,
             copies=args.copies,
             runs=args.runs,
             concurrency=args.concurrency,
-            logs=Path(logs),
+            logs=logs,
             timeout=args.timeout,
         )
     report.finish(args.out, [render(result)])
