@@ -4,6 +4,7 @@ written where ``--out`` says. A driver's ``main`` measures; this says how it was
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -21,7 +22,14 @@ from benchmarks._common import (
     write_report,
 )
 
-__all__ = ["Report"]
+__all__ = ["Report", "command_parser"]
+
+
+def command_parser(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """A driver's command line, its help the module's docstring as written (its tables)."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
 
 
 class Report:

@@ -41,7 +41,7 @@ from benchmarks._common import (
     median,
     percentile,
 )
-from benchmarks._report_frame import Report
+from benchmarks._report_frame import Report, command_parser
 from inbox import queries
 from inbox._core import migrate as _migrate
 from inbox.queries import EventFilter
@@ -316,11 +316,7 @@ def page_timings(
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks console",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m benchmarks console", __doc__)
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--sources", type=int, default=100)
     p.add_argument("--days", type=float, default=30.0, help="the span the events arrive over")

@@ -57,7 +57,7 @@ from benchmarks._common import (
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
 from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
-from benchmarks._report_frame import Report
+from benchmarks._report_frame import Report, command_parser
 from benchmarks._scale import RssResult, ScaleRow, render_scale, run_rss, run_scale
 from benchmarks._systems import (
     Drain,
@@ -242,11 +242,7 @@ def parse_gap(text: str) -> tuple[float, float]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks.processing",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m benchmarks.processing", __doc__)
     p.add_argument("--quick", action="store_true", help="a smoke run at small sizes")
     p.add_argument(
         "--figures",

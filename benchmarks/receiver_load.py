@@ -33,7 +33,7 @@ from benchmarks._common import (
     fresh_database,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
-from benchmarks._report_frame import Report
+from benchmarks._report_frame import Report, command_parser
 from benchmarks._servers import inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
 
@@ -139,11 +139,7 @@ def render(result: HttpResult) -> list[str]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks receiver_load",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m benchmarks receiver_load", __doc__)
     p.add_argument("--database-url", default=None, help="a maintenance database to use")
     p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     p.add_argument("--requests", type=int, default=3000)

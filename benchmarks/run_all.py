@@ -56,6 +56,7 @@ from benchmarks._common import (
 from benchmarks._latency import run_latency_cells
 from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
 from benchmarks._report import FIGURES, AllResults, Section, document
+from benchmarks._report_frame import command_parser
 from benchmarks._scale import run_rss, run_scale
 from benchmarks._systems import (
     Env,
@@ -103,11 +104,7 @@ QUICK = {
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks all",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m benchmarks all", __doc__)
     p.add_argument("--quick", action="store_true", help="tiny sizes, one run: a smoke run")
     p.add_argument("--runs", type=int, help="runs per figure, the median reported (3)")
     p.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="the report")

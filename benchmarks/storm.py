@@ -44,7 +44,7 @@ from benchmarks._common import (
     median,
 )
 from benchmarks._http_load import Request, drive_raw, sign
-from benchmarks._report_frame import Report
+from benchmarks._report_frame import Report, command_parser
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
 
@@ -290,11 +290,7 @@ def render(result: StormResult) -> list[str]:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks storm",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m benchmarks storm", __doc__)
     p.add_argument("--keys", type=int, default=1_000, help="distinct idempotency keys")
     p.add_argument("--copies", type=int, default=100, help="concurrent deliveries of each key")
     p.add_argument("--concurrency", type=int, default=64, help="HTTP connections")
