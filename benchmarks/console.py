@@ -39,7 +39,6 @@ import psycopg
 from benchmarks._common import (
     OUT_DIR,
     command_line,
-    fresh_database,
     loadavg,
     median,
     percentile,
@@ -52,6 +51,7 @@ from benchmarks._common import (
 from inbox import queries
 from inbox._core import migrate as _migrate
 from inbox.queries import EventFilter
+from inbox.testing import new_database
 
 GOAL_P99_MS = 100.0
 
@@ -343,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     load_before = loadavg()
-    with postgres_server() as (server, where), fresh_database(server) as url:
+    with postgres_server() as (server, where), new_database(server) as url:
         facts = server_facts(server)
         _migrate.upgrade(url)
         started = time.perf_counter()

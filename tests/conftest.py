@@ -16,15 +16,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
-from tests._pg import (
-    create_database,
-    drop_database,
-    migrated_template,
-    postgres_server,
-    unique_name,
-    with_dbname,
-)
+from inbox.testing import migrated_template, new_database
+from tests._pg import postgres_server
 from tests._roles import Roles, grant_business_tables, least_roles_mode
 
 
@@ -68,7 +63,7 @@ def template_db(pg_server: str, least_roles: Roles | None) -> Iterator[str]:
     with migrated_template(pg_server) as name:
         if least_roles is not None:
             # Grants live in the database: made once here, every clone carries them.
-            with psycopg.connect(with_dbname(pg_server, name), autocommit=True) as conn:
+            with psycopg.connect(make_conninfo(pg_server, dbname=name), autocommit=True) as conn:
                 least_roles.create(conn)
                 grant_business_tables(conn, least_roles)
         yield name
@@ -77,12 +72,8 @@ def template_db(pg_server: str, least_roles: Roles | None) -> Iterator[str]:
 @pytest.fixture
 def db_url(pg_server: str, template_db: str) -> Iterator[str]:
     """A fresh database at the head revision, dropped after the test."""
-    name = unique_name("inbox_test")
-    url = create_database(pg_server, name, template=template_db)
-    try:
+    with new_database(pg_server, template=template_db) as url:
         yield url
-    finally:
-        drop_database(pg_server, name)
 
 
 @pytest.fixture
@@ -100,12 +91,8 @@ def worker_url(db_url: str, least_roles: Roles | None) -> str:
 @pytest.fixture
 def empty_db_url(pg_server: str) -> Iterator[str]:
     """A fresh database with no schema at all (for migration tests)."""
-    name = unique_name("inbox_empty")
-    url = create_database(pg_server, name)
-    try:
+    with new_database(pg_server, prefix="inbox_empty") as url:
         yield url
-    finally:
-        drop_database(pg_server, name)
 
 
 @pytest.fixture
