@@ -151,9 +151,7 @@ def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
     write_orders(db_url, 60)
     env = {"FAULT_POISON_KEY": "key-7", "INBOX_WORKER__MAX_CRASHES": "3"}
 
-    def poison_is_dead(
-        worker_url: str,
-    ) -> bool:
+    def poison_is_dead() -> bool:
         if not workers[-1].alive():
             workers.append(WorkerProcess(worker_url, tmp_path, len(workers), **env))
         return scalar(
