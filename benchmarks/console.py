@@ -37,7 +37,6 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    fresh_database,
     median,
     percentile,
 )
@@ -45,6 +44,7 @@ from benchmarks._report_frame import Report, command_parser
 from inbox import queries
 from inbox._core import migrate as _migrate
 from inbox.queries import EventFilter
+from inbox.testing import new_database
 
 GOAL_P99_MS = 100.0
 
@@ -330,7 +330,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     report = Report("benchmarks.console", "# pg-inbox operator console: server time per page", argv)
     args = parse_args(report.argv)
-    with report.server() as (server, _logs), fresh_database(server) as url:
+    with report.server() as (server, _logs), new_database(server) as url:
         _migrate.upgrade(url)
         started = time.perf_counter()
         fill(url, events=args.events, sources=args.sources, days=args.days)

@@ -54,9 +54,6 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from benchmarks._common import (
     OUT_DIR,
-    create_database,
-    drop_database,
-    fresh_database,
     server_facts,
 )
 from benchmarks._report_frame import Report
@@ -64,6 +61,7 @@ from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core import migrate as _migrate
 from inbox._core.sql import NOTIFY_CHANNEL
 from inbox._writing.plan import INSERT_EVENT
+from inbox.testing import create_database, drop_database, new_database
 
 SOURCE = "bench"
 EVENT_TYPE = "invoice.paid"
@@ -549,7 +547,7 @@ def render(result: IngestResult) -> list[str]:
 def _measure_one(
     c: Config, server: str, template: str, pgbench: str, script: Path, listener: Listener, t: Timing
 ) -> Run:
-    with fresh_database(server, template) as url:
+    with new_database(server, template=template) as url:
         if c.kind == PGBENCH:
             return run_pgbench(pgbench, script, url, c.writers, t)
         return run_writer(url, listener, c.kind, c.mode, c.writers, t)

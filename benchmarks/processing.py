@@ -51,7 +51,6 @@ from pathlib import Path
 
 from benchmarks._common import (
     OUT_DIR,
-    fresh_database,
     loadavg,
     median,
 )
@@ -69,6 +68,7 @@ from benchmarks._systems import (
     named_systems,
     templates_of,
 )
+from inbox.testing import new_database
 
 # --- figure 3: throughput -------------------------------------------------------------------
 
@@ -94,7 +94,7 @@ def run_throughput(
     for rep in range(runs):
         for cell in cells:
             s = cell.system
-            with fresh_database(env.server, env.templates[s.family]) as url:
+            with new_database(env.server, template=env.templates[s.family]) as url:
                 load_backlog(env, s, url, backlog)
                 load1 = loadavg().split()[0]
                 result = drain(env, s, url, backlog, cell.processes, timeout=timeout)

@@ -30,12 +30,12 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    fresh_database,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
 from benchmarks._report_frame import Report, command_parser
 from benchmarks._servers import inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
+from inbox.testing import new_database
 
 WARMUP_REQUESTS = 200
 INBOX_TARGET = "inbox serve"
@@ -89,7 +89,7 @@ def measure(
     """Every cell on ``server``: `inbox serve` and the no-op endpoint at each concurrency."""
     post = drive_raw if driver == "raw" else drive
     cells: list[HttpCell] = []
-    with fresh_database(server) as db_url:
+    with new_database(server) as db_url:
         _migrate.upgrade(db_url)
         with inbox_serve(db_url, logs) as inbox_url, noop_endpoint(logs) as noop_url:
             targets = {INBOX_TARGET: inbox_url, NOOP_TARGET: noop_url}

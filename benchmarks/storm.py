@@ -40,13 +40,13 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    fresh_database,
     median,
 )
 from benchmarks._http_load import Request, drive_raw, sign
 from benchmarks._report_frame import Report, command_parser
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
+from inbox.testing import new_database
 
 # The worker's LISTEN is issued: from here a delivery wakes it (it is not found by a poll).
 LISTENING = """
@@ -239,7 +239,7 @@ def measure(
     with templates_of(server, None, set() if template else {"inbox"}) as made:
         tpl = template or made["inbox"]
         for _ in range(runs):
-            with fresh_database(server, tpl) as db_url:
+            with new_database(server, template=tpl) as db_url:
                 run = run_once(
                     db_url,
                     keys=keys,
