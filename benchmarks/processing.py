@@ -48,7 +48,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +94,30 @@ class Cell:
         rates = self.rates()
         return median(rates) if rates else 0.0
 
+    def median_cpu_us(self) -> float:
+        cpus = [r.cpu_us for r in self.runs if r.ok]
+        return median(cpus) if cpus else 0.0
+
+
+def _best(group: list[Cell], keep: Callable[[System], bool]) -> Cell | None:
+    cells = [c for c in group if keep(c.system) and c.median_rate()]
+    return max(cells, key=Cell.median_rate) if cells else None
+
+
+def goal_ratios(group: list[Cell]) -> list[tuple[str, Cell, Cell]]:
+    """The issue's comparisons within one process count: (what, pg-inbox cell, peer cell),
+    each side at its best configuration measured."""
+    ours_b = _best(group, lambda s: s.name == "inbox-business")
+    ours_n = _best(group, lambda s: s.name == "inbox-noop")
+    pgq_b = _best(group, lambda s: s.family == "pgqueuer" and s.business)
+    pgq_n = _best(group, lambda s: s.family == "pgqueuer" and not s.business)
+    pairs = [
+        ("pg-inbox business ÷ PGQueuer with the same INSERT", ours_b, pgq_b),
+        ("pg-inbox business ÷ PGQueuer no-op", ours_b, pgq_n),
+        ("pg-inbox no-op ÷ PGQueuer no-op", ours_n, pgq_n),
+    ]
+    return [(what, a, b) for what, a, b in pairs if a is not None and b is not None]
+
 
 def run_throughput(
     env: Env, systems: list[System], procs: list[int], backlog: int, runs: int, timeout: float
@@ -112,7 +136,8 @@ def run_throughput(
             cell.runs.append(result)
             print(
                 f"run {rep + 1}/{runs}  {cell.processes} proc x {s.label:<52}"
-                f" {result.rate:>8,.0f}/s  start->empty {result.total:6.1f} s"
+                f" {result.rate:>8,.0f}/s  cpu {result.cpu_us:5.0f} us/ev"
+                f"  start->empty {result.total:6.1f} s"
                 f"  (startup {result.startup:.2f} s, load1 {load1})"
                 f"{'  ' + result.note if result.note else ''}",
                 flush=True,
@@ -124,8 +149,9 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
     lines = [
         f"## Processing throughput: {backlog:,}-event backlog",
         "",
-        "| procs | system | events/s (median) | range | start→empty s (median) | vs pg-inbox (b) |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| procs | system | events/s (median) | range | worker CPU µs/event (median)"
+        " | start→empty s (median) | vs pg-inbox (b) |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for p in sorted({c.processes for c in cells}):
         group = [c for c in cells if c.processes == p]
@@ -142,7 +168,25 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
             failed = len(c.runs) - len(rates)
             extra = f" ({failed} failed)" if failed else ""
             lines.append(
-                f"| {p} | {c.system.label} | {med:,.0f}{extra} | {rng} | {total:.1f} | {ratio} |"
+                f"| {p} | {c.system.label} | {med:,.0f}{extra} | {rng}"
+                f" | {c.median_cpu_us():,.0f} | {total:.1f} | {ratio} |"
+            )
+    ratios = [
+        (p, g)
+        for p in sorted({c.processes for c in cells})
+        for g in goal_ratios([c for c in cells if c.processes == p])
+    ]
+    if ratios:
+        lines += [
+            "",
+            "| procs | comparison (each at its best here) | ratio of medians | pair |",
+            "|---:|---|---:|---|",
+        ]
+        for p, (what, a, b) in ratios:
+            lines.append(
+                f"| {p} | {what} | {a.median_rate() / b.median_rate():.2f}x"
+                f" | {a.system.short_label} {a.median_rate():,.0f}/s vs"
+                f" {b.system.short_label} {b.median_rate():,.0f}/s |"
             )
     lines += [
         "",
@@ -150,7 +194,9 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
         " = pg-inbox with its business INSERT ÷ the peer, same process count (>1 means"
         " pg-inbox is faster). Rate = rows finished after the first poll that saw progress ÷"
         " the time from that poll to the poll that saw none (start-up excluded);"
-        " start→empty includes interpreter start-up and connecting.",
+        " start→empty includes interpreter start-up and connecting. Worker CPU = user + system"
+        " CPU of the worker processes over the same span ÷ the events counted (PostgreSQL's"
+        " own CPU not included).",
     ]
     return lines
 
