@@ -118,6 +118,12 @@ def test_a_failing_handler_leaves_every_other_effect_exactly_once(
     assert outcomes == {i: [("processed", None)] for i in ids if i != failing_id}
     # What each mode costs: "batch" runs the events before the failure a second time (their
     # first writes were undone), "event" runs every handler once.
+    if mode == "batch" and (kind, failure) == ("async", "swallow"):
+        # Pipelined: the swallowed error surfaces at a later statement or the sync, naming
+        # no handler, so every handler that ran by then runs again, the failing one too.
+        assert [calls[n] for n in range(FAILING + 1)] == [2] * (FAILING + 1)
+        assert set(calls.values()) <= {1, 2}
+        return
     reruns = FAILING if mode == "batch" else 0
     assert calls == Counter({n: 2 if n < reruns else 1 for n in range(EVENTS)})
 
