@@ -35,7 +35,7 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import ClaimedEvent, SessionLimits, WorkStore
+from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore
 
 __all__ = ["Worker"]
 
@@ -212,6 +212,7 @@ class Worker:
         failures = 0
         unresolved: list[int] = []
         worker = f"{self.name}/{n}"
+        cursor = ClaimCursor()
         while not self._stopping:
             try:
                 async with self._connections(n) as (conn, side, sync_view):
@@ -221,7 +222,7 @@ class Worker:
                         unresolved = []
                     while not self._stopping:
                         wake = wakeup.current()
-                        claimed = await self._one_batch(conn, side, sync_view, worker, n)
+                        claimed = await self._one_batch(conn, side, sync_view, worker, n, cursor)
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
@@ -285,6 +286,7 @@ class Worker:
         sync_view: psycopg.Connection[Any],
         worker: str,
         n: int,
+        cursor: ClaimCursor,
     ) -> int:
         assert self._gate is not None
         shared_savepoint = self._settings.savepoints == "batch"
@@ -295,7 +297,9 @@ class Worker:
                 self._batch_size,
                 look_for_suspect=n == 0,
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
+                after=cursor.start(time.monotonic()),
             )
+            cursor.claimed(claim, self._batch_size)
             if not claim.suspect_waiting:
                 return await self._run_claimed(
                     conn, side, sync_view, worker, claim.batch, shared_savepoint

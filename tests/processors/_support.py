@@ -80,3 +80,15 @@ def run_until_first_attempt(url: str, router: Router) -> WorkerMetrics:
 def work_left(url: str) -> int:
     """Events still pending in the queue."""
     return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))
+
+
+def attempt_outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
+    """Each event's attempts so far, in order: (outcome, error class)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "select event_id, outcome, error_class from inbox_attempts order by id"
+        ).fetchall()
+    out: dict[int, list[tuple[str, str | None]]] = {}
+    for event_id, outcome, error_class in rows:
+        out.setdefault(event_id, []).append((outcome, error_class))
+    return out

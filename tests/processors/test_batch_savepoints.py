@@ -17,6 +17,7 @@ import pytest
 from processors import Event, Router
 from tests._wait import scalar
 from tests.processors._support import (
+    attempt_outcomes,
     create_business_table,
     run_worker_until,
     settings,
@@ -26,17 +27,6 @@ from tests.processors._support import (
 EVENTS = 20
 FAILING = 7  # the n of the event whose handler fails; events are claimed in n order
 NO_RETRY_SOON = {"backoff_base_seconds": 60, "backoff_max_seconds": 60}
-
-
-def _outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "select event_id, outcome, error_class from inbox_attempts order by id"
-        ).fetchall()
-    out: dict[int, list[tuple[str, str | None]]] = {}
-    for event_id, outcome, error_class in rows:
-        out.setdefault(event_id, []).append((outcome, error_class))
-    return out
 
 
 def _router(kind: str, calls: Counter[int], fail: Any) -> Router:
@@ -113,7 +103,7 @@ def test_a_failing_handler_leaves_every_other_effect_exactly_once(
     failing_id = ids[FAILING]
     paid = scalar(db_url, "select array_agg(event_id order by event_id) from payments")
     assert paid == [i for i in ids if i != failing_id]
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(failing_id) == [("failed", EXPECTED_ERROR[failure])]
     assert outcomes == {i: [("processed", None)] for i in ids if i != failing_id}
     # What each mode costs: "batch" runs the events before the failure a second time (their
@@ -179,7 +169,7 @@ def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
         worker_settings=settings(savepoints="batch", handler_timeout_seconds=0.5, **NO_RETRY_SOON),
     )
 
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(ids[slow]) == [("failed", "HandlerTimeoutError")]
     assert outcomes == {i: [("processed", None)] for i in ids if i != ids[slow]}
     assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"}) in (

@@ -17,6 +17,7 @@ from psycopg import pq
 from processors import Event, Retry, Router
 from tests._wait import scalar
 from tests.processors._support import (
+    attempt_outcomes,
     create_business_table,
     run_worker_until,
     settings,
@@ -26,17 +27,6 @@ from tests.processors._support import (
 EVENTS = 12
 ODD_ONE = 5  # the n of the event whose handler misbehaves
 NO_RETRY_SOON = {"backoff_base_seconds": 60, "backoff_max_seconds": 60}
-
-
-def _outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "select event_id, outcome, error_class from inbox_attempts order by id"
-        ).fetchall()
-    out: dict[int, list[tuple[str, str | None]]] = {}
-    for event_id, outcome, error_class in rows:
-        out.setdefault(event_id, []).append((outcome, error_class))
-    return out
 
 
 def _paid(url: str) -> list[int]:
@@ -74,7 +64,7 @@ def test_a_failing_statement_is_charged_to_its_own_handler_only(db_url: str) -> 
 
     odd = ids[ODD_ONE]
     assert _paid(db_url) == [i for i in ids if i != odd]
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(odd) == [("failed", "NotNullViolation")]
     assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
     # The first pass ran in one pipeline; every handler ran again, isolated (no pipeline).
@@ -100,7 +90,7 @@ def test_retry_raised_after_writes_were_queued_undoes_them(db_url: str) -> None:
 
     odd = ids[ODD_ONE]
     assert _paid(db_url) == [i for i in ids if i != odd]
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(odd) == [("retry", "Retry")]
     assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
     assert scalar(db_url, "select attempts from inbox_work where event_id = %s", [odd]) == 0
@@ -135,7 +125,7 @@ def test_a_timeout_inside_the_pipeline_is_charged_and_the_connection_kept(
         worker_settings=settings(**NO_RETRY_SOON),
     )
     odd = ids[ODD_ONE]
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(odd) == [("failed", "HandlerTimeoutError")]
     assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
     assert _paid(db_url) == [i for i in ids if i != odd]
@@ -178,5 +168,5 @@ def test_sync_handlers_meet_no_open_pipeline_and_reads_see_the_batch(db_url: str
     assert seen_by_sync == [pq.PipelineStatus.OFF] * 6
     # One batch, the async handlers first (claimed in id order): each read its own write.
     assert counted == [1, 2, 3, 4, 5, 6]
-    outcomes = _outcomes(db_url)
+    outcomes = attempt_outcomes(db_url)
     assert outcomes == {i: [("processed", None)] for i in paid + refunded}
