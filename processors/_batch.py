@@ -51,7 +51,7 @@ from processors._event import Event
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
 
-__all__ = ["BATCH_SAVEPOINT", "BatchRunner", "SavepointMode"]
+__all__ = ["BATCH_SAVEPOINT", "MAX_ISOLATED", "BatchRunner", "SavepointMode"]
 
 log = get_logger("processors.worker")
 
@@ -71,6 +71,13 @@ UNDO_EVENT = "rollback to savepoint inbox_handler"
 
 # The shortest wait for a pipeline's results, whatever the handlers' deadlines say.
 SYNC_FLOOR_SECONDS = 0.1
+
+# Events run isolated, each in a subtransaction, in one batch at most. PostgreSQL caches 64
+# subtransaction ids per transaction (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction
+# "overflows" and every session's snapshots must consult pg_subtrans, slowing the whole
+# server. Released savepoints still count (undone ones do not), so after a failure the
+# events past this many go back to the queue unrun, for the next batch.
+MAX_ISOLATED = 64
 
 
 def _now() -> datetime:
@@ -233,6 +240,7 @@ class BatchRunner:
     ) -> None:
         """Decide every event that has no decision yet."""
         pipe = _Pipeline(conn) if shared else None
+        isolated = 0
         for i, item in enumerate(batch):
             if decisions[i] is not None:
                 continue
@@ -241,9 +249,10 @@ class BatchRunner:
                 # Before the deadline check: a poison pill is never released to crash again.
                 self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
                 decisions[i] = decide_crashed(claimed, now=_now())
-            elif should_stop() or time.monotonic() > deadline:
+            elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
                 decisions[i] = decide_released(claimed, now=_now())
             else:
+                isolated += not shared
                 decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
         if pipe is not None and not await pipe.close():
             raise _Undo(timeout=pipe.longest_timeout)

@@ -19,6 +19,7 @@ from tests._wait import scalar
 from tests.processors._support import (
     attempt_outcomes,
     create_business_table,
+    paying_router,
     run_worker_until,
     settings,
     write_events,
@@ -177,3 +178,41 @@ def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
         0.0,
     )
     assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
+
+
+def test_after_a_failure_at_most_64_events_rerun_isolated_and_the_rest_wait(db_url: str) -> None:
+    # A shared batch holds up to 256 events, but a transaction may keep only 64
+    # subtransactions cheaply: after a failure, the first 64 others re-run isolated and the
+    # rest are released unrun, to be claimed by the next batch.
+    create_business_table(db_url)
+    ids = write_events(db_url, 100)
+    failing = 80
+    calls: Counter[int] = Counter()
+    router = paying_router(calls, failing, RuntimeError("card network said no"))
+
+    metrics = run_worker_until(
+        db_url,
+        router,
+        lambda: (
+            scalar(db_url, "select count(*) from inbox_work where state = 'pending'") == 1
+            and scalar(db_url, "select count(*) from inbox_attempts") == 100
+        ),
+        worker_settings=settings(**NO_RETRY_SOON),
+    )
+
+    assert _paid_once(db_url) == [i for i in ids if i != ids[failing]]
+    outcomes = attempt_outcomes(db_url)
+    assert outcomes.pop(ids[failing]) == [("failed", "RuntimeError")]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != ids[failing]}
+    released = metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"})
+    assert released == 100 - 1 - 64
+    # Events 0-63 ran shared, then isolated; 64-79 shared, then (released) in the next batch.
+    assert calls == Counter({n: 1 if n >= failing else 2 for n in range(100)})
+
+
+def _paid_once(url: str) -> list[int]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("select event_id, count(*) from payments group by 1 order by 1")
+        counted = rows.fetchall()
+    assert {n for _, n in counted} == {1}
+    return [event_id for event_id, _ in counted]
