@@ -40,6 +40,10 @@ from the client, rolled back; and the server's EXPLAIN ANALYZE execution time of
 then one worker's drain rate.
 Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after draining
 --rss-events events.
+
+**Backlog size** (``--figures backlog``). One ``inbox worker`` (no-op, ``--concurrency 1``)
+drains each of --backlogs (default 20,000 and 1,000,000), loaded once and copied per run,
+sizes interleaved; the rate as in the throughput figure, and the worker's RSS every tenth.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks._backlog import BacklogRow, render_backlogs, run_backlogs
 from benchmarks._common import (
     OUT_DIR,
     command_line,
@@ -202,10 +207,14 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
 
 
 # Each system in its best configurations measured here (the sweep figure): pg-inbox with 2
-# and 4 claim loops per process, PGQueuer with batches of 200, procrastinate with 10.
+# and 4 claim loops per process, PGQueuer with batches of 200, procrastinate with 10; and
+# PGQueuer doing pg-inbox's business INSERT in its job through an asyncpg pool, at the pool
+# sizes swept (its best depends on the machine, so all of them are in the table).
 DEFAULT_THROUGHPUT = (
     "inbox-noop:c=2,inbox-business:c=2,inbox-business:c=4,"
-    "pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,procrastinate:c=10"
+    "pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,"
+    "pgqueuer-asyncpg:b=200:p=10,pgqueuer-asyncpg:b=200:p=32,"
+    "pgqueuer-asyncpg:b=200:p=64,pgqueuer-asyncpg:b=200:p=90,procrastinate:c=10"
 )
 DEFAULT_LATENCY = "inbox-noop,pgqueuer-psycopg,pgqueuer-asyncpg,procrastinate:c=1"
 DEFAULT_SWEEP = (
@@ -214,7 +223,7 @@ DEFAULT_SWEEP = (
     "pgqueuer-asyncpg:b=10,pgqueuer-asyncpg:b=50,pgqueuer-asyncpg:b=200,"
     "procrastinate:c=1,procrastinate:c=10,procrastinate:c=50"
 )
-FIGURES = ("sweep", "throughput", "latency", "scale", "rss")
+FIGURES = ("sweep", "throughput", "latency", "scale", "rss", "backlog")
 
 
 @dataclass
@@ -235,6 +244,7 @@ class Plan:
     scale_backlog: int = 20_000
     claim_reps: int = 30
     rss_events: int = 200_000
+    backlogs: list[int] = field(default_factory=lambda: [20_000, 1_000_000])
     timeout: float = 900.0
 
     @property
@@ -250,6 +260,7 @@ class ProcessingResult:
     latency: list[LatencyCell] = field(default_factory=list)
     scale: list[ScaleRow] = field(default_factory=list)
     rss: RssResult | None = None
+    backlogs: list[BacklogRow] = field(default_factory=list)
 
 
 def measure(env: Env, plan: Plan) -> ProcessingResult:
@@ -270,6 +281,8 @@ def measure(env: Env, plan: Plan) -> ProcessingResult:
         )
     if ("scale" in figures or "rss" in figures) and plan.rss_events > 0:
         out.rss = run_rss(env, plan.rss_events, plan.timeout * 4)
+    if "backlog" in figures:
+        out.backlogs = run_backlogs(env, plan.backlogs, plan.runs, plan.timeout * 4)
     return out
 
 
@@ -287,6 +300,8 @@ def render(result: ProcessingResult) -> list[list[str]]:
         sections.append(render_latency(result.latency, plan.events, plan.gap))
     if result.scale or result.rss:
         sections.append(render_scale(result.scale, result.rss, plan.scale_backlog, plan.runs))
+    if result.backlogs:
+        sections.append(render_backlogs(result.backlogs, plan.runs))
     return sections
 
 
@@ -320,6 +335,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--scale-backlog", type=int, default=20_000)
     p.add_argument("--claim-reps", type=int, default=30)
     p.add_argument("--rss-events", type=int, default=200_000, help="0: no RSS figure")
+    p.add_argument("--backlogs", default="20000,1000000", help="the backlog figure's sizes")
     p.add_argument("--poll-ms", type=float, default=50.0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per drain, at most")
     p.add_argument("--peers-python", default=default_peers_python(), help=PEERS_HELP)
@@ -329,6 +345,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.backlog, args.runs, args.events = 2_000, 1, 200
         args.histories, args.scale_backlog, args.rss_events = "1000,100000", 2_000, 5_000
         args.sweep_backlog, args.claim_reps = 2_000, 10
+        args.backlogs = "2000,20000"
     return args
 
 
@@ -349,6 +366,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         scale_backlog=args.scale_backlog,
         claim_reps=args.claim_reps,
         rss_events=args.rss_events,
+        backlogs=[int(x) for x in args.backlogs.split(",")],
         timeout=args.timeout,
     )
 
