@@ -9,11 +9,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
-from benchmarks._common import admin, create_database, drop_database, median, new_name, with_dbname
+from benchmarks._common import median
 from benchmarks._scale import rss_kb
 from benchmarks._systems import Env, System, drain, load_inbox_backlog
+from inbox.testing import create_database, drop_database
 
 SYSTEM = System("inbox-noop", concurrency=1)
 
@@ -46,13 +49,12 @@ class _RssSampler:
 def _clone(server: str, template: str) -> str:
     """A copy of a loaded backlog: FILE_COPY copies the files (PostgreSQL 15+), where the
     default strategy would write a gigabyte of WAL for the large one."""
-    name = new_name()
-    admin(
-        server,
-        sql.SQL("create database {} template {} strategy file_copy").format(
-            sql.Identifier(name), sql.Identifier(template)
-        ),
+    name = f"inbox_bench_{random.getrandbits(48):012x}"
+    statement = sql.SQL("create database {} template {} strategy file_copy").format(
+        sql.Identifier(name), sql.Identifier(template)
     )
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(statement)
     return name
 
 
@@ -64,8 +66,9 @@ def run_backlogs(env: Env, sizes: list[int], runs: int, timeout: float) -> list[
         for n in sizes:
             name = f"inbox_bench_backlog_{n}_{random.getrandbits(24):06x}"
             t0 = time.monotonic()
-            create_database(env.server, name, env.templates["inbox"])
-            load_inbox_backlog(with_dbname(env.server, name), n)
+            load_inbox_backlog(
+                create_database(env.server, name, template=env.templates["inbox"]), n
+            )
             templates[n] = name
             print(f"backlog of {n:,} loaded in {time.monotonic() - t0:.1f} s", flush=True)
         rows = {n: BacklogRow(n) for n in sizes}
@@ -75,7 +78,7 @@ def run_backlogs(env: Env, sizes: list[int], runs: int, timeout: float) -> list[
                 sampler = _RssSampler(n)
                 name = _clone(env.server, templates[n])
                 try:
-                    url = with_dbname(env.server, name)
+                    url = make_conninfo(env.server, dbname=name)
                     result = drain(
                         env, SYSTEM, url, n, 1, timeout=timeout, on_progress=sampler, tag="backlog"
                     )
