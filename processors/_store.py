@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import tuple_row
 
 from inbox._core.sql import load_queries
-from processors._decide import Claimed, Decision
+from processors._decide import Claimed, Decision, decide_released
 from processors._event import Event
 
-__all__ = ["Claim", "ClaimedEvent", "SessionLimits", "WorkStore"]
+__all__ = ["Claim", "ClaimedEvent", "SessionLimits", "WorkStore", "release_busy"]
 
 QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
@@ -31,6 +32,8 @@ AsyncConn = psycopg.AsyncConnection[Any]
 class ClaimedEvent:
     claimed: Claimed
     event: Event
+    ordering_key: str | None = None
+    """The event's key within its source when the source is ordered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         received_at,
         headers,
         body,
+        ordering_key,
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
     # The row comes from our own schema: no need to validate what the database typed.
@@ -80,7 +84,16 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         is_replay=replay_id is not None,
         replay_id=replay_id,
     )
-    return ClaimedEvent(claimed=claimed, event=event)
+    return ClaimedEvent(claimed=claimed, event=event, ordering_key=ordering_key)
+
+
+def release_busy(
+    batch: Sequence[ClaimedEvent], busy: set[int]
+) -> tuple[list[ClaimedEvent], list[Decision]]:
+    """The events of ``batch`` to run, and the release of those whose key is busy."""
+    now = datetime.now(UTC)
+    released = [decide_released(i.claimed, now=now) for i in batch if i.claimed.event_id in busy]
+    return [i for i in batch if i.claimed.event_id not in busy], released
 
 
 class WorkStore:
@@ -136,10 +149,23 @@ class WorkStore:
         return None if row is None or row[0] is None else float(row[0])
 
     async def count_claims(
-        self, side_conn: AsyncConn, event_ids: Sequence[int], worker: str
-    ) -> None:
-        """Durably count the claims (autocommit connection) before any handler runs."""
-        await side_conn.execute(COUNT_CLAIMS, {"event_ids": list(event_ids), "worker": worker})
+        self, side_conn: AsyncConn, batch: Sequence[ClaimedEvent], worker: str
+    ) -> set[int]:
+        """Durably count the claims (autocommit connection) before any handler runs.
+
+        Returns the ordered events whose key another event's claim holds (in flight, or a
+        suspect): they must be released unrun, so a key runs one event at a time."""
+        cursor = side_conn.cursor(row_factory=tuple_row)
+        await cursor.execute(
+            COUNT_CLAIMS,
+            {
+                "event_ids": [item.claimed.event_id for item in batch],
+                "sources": [item.event.source for item in batch],
+                "ordering_keys": [item.ordering_key for item in batch],
+                "worker": worker,
+            },
+        )
+        return {int(row[0]) for row in await cursor.fetchall()}
 
     async def settle(self, conn: AsyncConn, decisions: Sequence[Decision], worker: str) -> None:
         """Write every decision of the batch in one statement; the caller commits."""
