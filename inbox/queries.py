@@ -74,7 +74,14 @@ from inbox._operations.store import LogStore
 from inbox._operations.term import human_duration
 
 if TYPE_CHECKING:
-    from inbox._operations.replay import ReplayResult, replay, replay_runs, retry_dead
+    from inbox._operations.replay import (
+        ReplayResult,
+        SkipResult,
+        replay,
+        replay_runs,
+        retry_dead,
+        skip_dead,
+    )
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -98,6 +105,7 @@ __all__ = [
     "ReplayProgress",
     "ReplayResult",
     "ReplayRun",
+    "SkipResult",
     "SourceStatus",
     "Status",
     "Via",
@@ -120,13 +128,16 @@ __all__ = [
     "replay_runs",
     "retry_dead",
     "search",
+    "skip_dead",
     "status",
 ]
 
 log = get_logger("inbox.queries")
 
 # Replays live in inbox._operations.replay, which builds on this module: they load on first use.
-_REPLAY_NAMES = frozenset({"ReplayResult", "replay", "replay_runs", "retry_dead"})
+_REPLAY_NAMES = frozenset(
+    {"ReplayResult", "SkipResult", "replay", "replay_runs", "retry_dead", "skip_dead"}
+)
 
 
 def __getattr__(name: str) -> Any:
