@@ -58,6 +58,7 @@ from inbox._operations.models import (
     EventState,
     EventSummary,
     FilterState,
+    HeldKey,
     PruneResult,
     ReplayProgress,
     ReplayRun,
@@ -101,6 +102,7 @@ __all__ = [
     "EventState",
     "EventSummary",
     "FilterState",
+    "HeldKey",
     "PruneResult",
     "ReplayProgress",
     "ReplayResult",
@@ -119,6 +121,7 @@ __all__ = [
     "event",
     "event_ids",
     "events",
+    "held_keys",
     "parse_duration",
     "parse_time",
     "prune",
@@ -151,6 +154,8 @@ def __getattr__(name: str) -> Any:
 
 
 DEFAULT_MAX_AGE = timedelta(minutes=5)
+# Held keys listed in a status (all of them are counted).
+HELD_SHOWN = 10
 # Longer than any provider's retry window (Stripe retries for 3 days): a pruned key can be
 # accepted again, so a key must be pruned only once no provider can deliver it any more.
 MINIMUM_RETENTION = timedelta(days=7)
@@ -236,6 +241,7 @@ def status(
         store = LogStore(conn)
         per_source = store.source_status(sources, rejected)
         processes, listeners, usage = store.sessions()
+        held_keys, held = store.held_keys(HELD_SHOWN)
         now = conn.execute("select now()").fetchone()
     problems: list[str] = []
     dead = sum(s.dead for s in per_source)
@@ -262,7 +268,18 @@ def status(
         max_age_seconds=max_age.total_seconds(),
         problems=problems,
         warnings=warnings,
+        held_keys=held_keys,
+        held=held,
     )
+
+
+def held_keys(db: Db, *, limit: int = 100) -> list[HeldKey]:
+    """Ordered keys whose head holds the key's other events back: a dead letter of a source
+    with ``on_dead = "hold"`` (until it is retried or skipped), or a failed event waiting
+    for its retry with events behind it. Dead letters first, then by event id."""
+    _check_limit(limit)
+    with connection(db, "list held keys") as conn:
+        return LogStore(conn).held_keys(limit)[0]
 
 
 def _check_limit(limit: int) -> None:

@@ -65,6 +65,12 @@ def _run(url: str, router: Router, until: str, **overrides: Any) -> None:
     )
 
 
+# Nothing due but a retry waiting in the future, and the events behind it.
+RUNNABLE_NOW = (
+    "select count(*) from inbox_work w where state = 'pending' and run_at <= now()"
+    " and not exists (select from inbox_work r where r.ordering_key = w.ordering_key"
+    " and r.run_at > now())"
+)
 # Nothing left that may run: only held or dead rows remain.
 RUNNABLE = (
     "select count(*) from inbox_work w where state = 'pending'"
@@ -96,6 +102,23 @@ def test_a_poison_event_holds_its_key_only_until_it_is_skipped(db_url: str) -> N
         (ids["a:2"], "dead"),
         (ids["a:3"], "pending"),
     ]
+    # The held key and its head are visible: in the status and in the events list.
+    status = inbox(db_url, "status", "--json")
+    held = json.loads(status.stdout)
+    assert held["held"] == 1
+    [head] = held["held_keys"]
+    assert (head["ordering_key"], head["head_event_id"], head["reason"], head["waiting"]) == (
+        "a",
+        ids["a:2"],
+        "dead letter",
+        1,
+    )
+    assert "Poison: a:2" in head["last_error"]
+    assert "held keys: 1" in inbox(db_url, "status").stdout
+    listed = inbox(db_url, "events", "list", "--held")
+    assert listed.returncode == 0, listed.stderr
+    [line] = [row for row in listed.stdout.splitlines() if row.startswith("ordered")]
+    assert line.split()[:5] == ["ordered", "a", str(ids["a:2"]), "dead", "letter"]
     # The operator skips the head (audited, with the reason); the key goes on.
     done = inbox(db_url, "dead", "skip", str(ids["a:2"]), str(ids["b:1"]), "--reason", "bad data")
     assert done.returncode == 0, done.stderr
@@ -112,6 +135,9 @@ def test_a_poison_event_holds_its_key_only_until_it_is_skipped(db_url: str) -> N
     assert attempt == ("skipped", "bad data", True)
     _run(db_url, router, "select count(*) from inbox_work")
     assert seen[-1] == "a:3"
+    assert json.loads(inbox(db_url, "events", "list", "--held", "--json").stdout) == {
+        "held_keys": []
+    }
 
 
 def test_skipping_needs_a_reason_and_dead_letters(db_url: str) -> None:
