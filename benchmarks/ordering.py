@@ -32,21 +32,8 @@ from pathlib import Path
 
 import psycopg
 
+from benchmarks import _common as common
 from benchmarks._apps import BUSINESS_TABLE_DDL
-from benchmarks._common import (
-    OUT_DIR,
-    REPO,
-    child_env,
-    command_line,
-    fresh_database,
-    loadavg,
-    median,
-    postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
-)
 from benchmarks._systems import make_body, make_headers, stop
 
 LOAD = """
@@ -116,8 +103,8 @@ def _spawn(cmd: list[str], url: str, log_path: Path) -> subprocess.Popen[bytes]:
     with log_path.open("ab") as log:
         return subprocess.Popen(
             cmd,
-            env=child_env(url),
-            cwd=REPO,
+            env=common.child_env(url),
+            cwd=common.REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -160,10 +147,10 @@ def run(server: str, cells: list[Cell], runs: int, processes: int, poll: float, 
 
     for rep in range(runs):
         for cell in cells:
-            with fresh_database(server) as url:
+            with common.fresh_database(server) as url:
                 migrate.upgrade(url)
                 _load(url, cell.keys, cell.backlog)
-                load1 = loadavg().split()[0]
+                load1 = common.loadavg().split()[0]
                 rate = _drain(url, logs, cell.backlog, processes, poll, f"{cell.label}-{rep}")
                 cell.rates.append(rate)
                 with psycopg.connect(url) as conn:
@@ -183,13 +170,13 @@ def run(server: str, cells: list[Cell], runs: int, processes: int, poll: float, 
 
 
 def render(cells: list[Cell], processes: int, runs: int) -> str:
-    base = median(cells[0].rates)
+    base = common.median(cells[0].rates)
     lines = [
         "| source | keys | backlog | events/s (median) | range | ÷ unordered |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for cell in cells:
-        rate = median(cell.rates)
+        rate = common.median(cell.rates)
         lines.append(
             f"| {cell.label} | {cell.keys or '—'} | {cell.backlog:,} | {rate:,.0f}"
             f" | {min(cell.rates):,.0f}-{max(cell.rates):,.0f} | {rate / base:.2f} |"
@@ -198,7 +185,7 @@ def render(cells: list[Cell], processes: int, runs: int) -> str:
     for cell in hot:
         lines.append("")
         lines.append(
-            f"{cell.label}: per key {median(cell.key_rates):,.0f} events/s (median over keys"
+            f"{cell.label}: per key {common.median(cell.key_rates):,.0f} events/s (median over keys"
             f" and runs); step latency (one event of a key settled → the next settled)"
             f" p50 {_percentile(cell.steps_ms, 0.5):.1f} ms, p99"
             f" {_percentile(cell.steps_ms, 0.99):.1f} ms."
@@ -221,23 +208,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--poll-ms", type=float, default=20.0)
     args = parser.parse_args(argv)
-    stop_cleanly_on_signals()
+    common.stop_cleanly_on_signals()
     cells = [
         Cell("unordered", 0, args.backlog),
         Cell("1,000 keys", 1000, args.backlog),
         Cell("10 hot keys", 10, args.hot_backlog),
     ]
     started = time.monotonic()
-    with postgres_server() as (server, where), tempfile.TemporaryDirectory() as tmp:
-        facts = server_facts(server)
-        before = loadavg()
+    with common.postgres_server() as (server, where), tempfile.TemporaryDirectory() as tmp:
+        facts = common.server_facts(server)
+        before = common.loadavg()
         run(server, cells, args.runs, args.processes, args.poll_ms / 1000, Path(tmp))
     report = "\n".join(
         [
             "# Ordered processing",
             "",
-            *run_facts(command_line("benchmarks.ordering", argv), facts, where),
-            f"- load average before {before}, after {loadavg()};"
+            *common.run_facts(common.command_line("benchmarks.ordering", argv), facts, where),
+            f"- load average before {before}, after {common.loadavg()};"
             f" {time.monotonic() - started:.0f} s",
             "",
             render(cells, args.processes, args.runs),
@@ -245,7 +232,7 @@ def main(argv: list[str]) -> int:
         ]
     )
     print(report)
-    write_report(OUT_DIR / "ordering.md", report)
+    common.write_report(common.OUT_DIR / "ordering.md", report)
     return 0
 
 
