@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, LiteralString
 
-from psycopg.types.json import Jsonb
-
 from inbox._core.errors import InvalidWriteError
 from inbox._core.sql import load_queries
 
@@ -149,6 +147,9 @@ def prepare_write(
     (``ordering_key``) is ordered by ``order_at``, else by its arrival (the log's
     ``received_at``).
     """
+    # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
+    from psycopg.types.json import Jsonb
+
     checked_source = _check_text("source", source, MAX_SOURCE_LENGTH, source, key)
     checked_key = _check_text("key", key, MAX_KEY_LENGTH, source, key)
     if not isinstance(body, bytes):
