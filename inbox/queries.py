@@ -59,6 +59,7 @@ from inbox._operations.models import (
     EventState,
     EventSummary,
     FilterState,
+    HeldKey,
     PruneResult,
     ReplayProgress,
     ReplayRun,
@@ -73,7 +74,14 @@ from inbox._operations.receiver_scrape import receiver_rejections
 from inbox._operations.store import LogStore
 
 if TYPE_CHECKING:
-    from inbox._operations.replay import ReplayResult, replay, replay_runs, retry_dead
+    from inbox._operations.replay import (
+        ReplayResult,
+        SkipResult,
+        replay,
+        replay_runs,
+        retry_dead,
+        skip_dead,
+    )
     from inbox._operations.retention import prune
 
 __all__ = [
@@ -94,10 +102,12 @@ __all__ = [
     "EventState",
     "EventSummary",
     "FilterState",
+    "HeldKey",
     "PruneResult",
     "ReplayProgress",
     "ReplayResult",
     "ReplayRun",
+    "SkipResult",
     "SourceStatus",
     "Status",
     "Via",
@@ -111,6 +121,7 @@ __all__ = [
     "event",
     "event_ids",
     "events",
+    "held_keys",
     "parse_duration",
     "parse_time",
     "prune",
@@ -120,6 +131,7 @@ __all__ = [
     "replay_runs",
     "retry_dead",
     "search",
+    "skip_dead",
     "status",
 ]
 
@@ -129,9 +141,11 @@ log = get_logger("inbox.queries")
 # one: they load on first use.
 _LATER = {
     "ReplayResult": "inbox._operations.replay",
+    "SkipResult": "inbox._operations.replay",
     "replay": "inbox._operations.replay",
     "replay_runs": "inbox._operations.replay",
     "retry_dead": "inbox._operations.replay",
+    "skip_dead": "inbox._operations.replay",
     "prune": "inbox._operations.retention",
 }
 
@@ -146,6 +160,8 @@ def __getattr__(name: str) -> Any:
 
 
 DEFAULT_MAX_AGE = timedelta(minutes=5)
+# Held keys listed in a status (all of them are counted).
+HELD_SHOWN = 10
 # Longer than any provider's retry window (Stripe retries for 3 days): a pruned key can be
 # accepted again, so a key must be pruned only once no provider can deliver it any more.
 MINIMUM_RETENTION = timedelta(days=7)
@@ -231,6 +247,7 @@ def status(
         store = LogStore(conn)
         per_source = store.source_status(sources, rejected)
         processes, listeners, usage = store.sessions()
+        held_keys, held = store.held_keys(HELD_SHOWN)
         now = conn.execute("select now()").fetchone()
     problems: list[str] = []
     dead = sum(s.dead for s in per_source)
@@ -257,7 +274,18 @@ def status(
         max_age_seconds=max_age.total_seconds(),
         problems=problems,
         warnings=warnings,
+        held_keys=held_keys,
+        held=held,
     )
+
+
+def held_keys(db: Db, *, limit: int = 100) -> list[HeldKey]:
+    """Ordered keys whose head holds the key's other events back: a dead letter of a source
+    with ``on_dead = "hold"`` (until it is retried or skipped), or a failed event waiting
+    for its retry with events behind it. Dead letters first, then by event id."""
+    _check_limit(limit)
+    with connection(db, "list held keys") as conn:
+        return LogStore(conn).held_keys(limit)[0]
 
 
 def _check_limit(limit: int) -> None:

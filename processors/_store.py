@@ -12,10 +12,18 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from inbox._core.sql import load_queries
-from processors._decide import Claimed, Decision
+from processors._decide import Claimed, Decision, decide_released
 from processors._event import Event
 
-__all__ = ["Claim", "ClaimCursor", "ClaimedEvent", "SessionLimits", "WorkStore"]
+__all__ = [
+    "Claim",
+    "ClaimCursor",
+    "ClaimedEvent",
+    "SessionLimits",
+    "WorkStore",
+    "claim_params",
+    "release_busy",
+]
 
 QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
@@ -32,12 +40,24 @@ AsyncConn = psycopg.AsyncConnection[Any]
 class ClaimedEvent:
     claimed: Claimed
     event: Event
+    ordering_key: str | None = None
+    """The event's key within its source when the source is ordered."""
 
 
 # An index position of inbox_work_claim: (priority, run_at, event_id).
 Position = tuple[int, datetime, int]
 # Before every entry: a claim from here scans the index from its start.
 START: Position = (-32768, datetime.min.replace(tzinfo=UTC), 0)
+
+
+def claim_params(batch_size: int, after: Position = START) -> dict[str, Any]:
+    """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``."""
+    return {
+        "batch_size": batch_size,
+        "after_priority": after[0],
+        "after_run_at": after[1],
+        "after_event_id": after[2],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +127,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         received_at,
         headers,
         body,
+        ordering_key,
         *_,  # claim_batch's index position of the row
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
@@ -123,7 +144,16 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         is_replay=replay_id is not None,
         replay_id=replay_id,
     )
-    return ClaimedEvent(claimed=claimed, event=event)
+    return ClaimedEvent(claimed=claimed, event=event, ordering_key=ordering_key)
+
+
+def release_busy(
+    batch: Sequence[ClaimedEvent], busy: set[int]
+) -> tuple[list[ClaimedEvent], list[Decision]]:
+    """The events of ``batch`` to run, and the release of those whose key is busy."""
+    now = datetime.now(UTC)
+    released = [decide_released(i.claimed, now=now) for i in batch if i.claimed.event_id in busy]
+    return [i for i in batch if i.claimed.event_id not in busy], released
 
 
 class WorkStore:
@@ -166,18 +196,12 @@ class WorkStore:
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT)
             cursor = conn.cursor(row_factory=tuple_row)
-            params = {
-                "batch_size": batch_size,
-                "after_priority": after[0],
-                "after_run_at": after[1],
-                "after_event_id": after[2],
-            }
-            await cursor.execute(CLAIM_BATCH, params)
+            await cursor.execute(CLAIM_BATCH, claim_params(batch_size, after))
             if then is not None:
                 await conn.execute(then)
             rows = await cursor.fetchall()
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
-        last = (rows[-1][10], rows[-1][11], rows[-1][0]) if rows else None
+        last = (rows[-1][11], rows[-1][12], rows[-1][0]) if rows else None
         return Claim(
             batch=[_claimed_event(row) for row in rows],
             suspect_waiting=suspect_waiting,
@@ -192,10 +216,23 @@ class WorkStore:
         return None if row is None or row[0] is None else float(row[0])
 
     async def count_claims(
-        self, side_conn: AsyncConn, event_ids: Sequence[int], worker: str
-    ) -> None:
-        """Durably count the claims (autocommit connection) before any handler runs."""
-        await side_conn.execute(COUNT_CLAIMS, {"event_ids": list(event_ids), "worker": worker})
+        self, side_conn: AsyncConn, batch: Sequence[ClaimedEvent], worker: str
+    ) -> set[int]:
+        """Durably count the claims (autocommit connection) before any handler runs.
+
+        Returns the ordered events whose key another event's claim holds (in flight, or a
+        suspect): they must be released unrun, so a key runs one event at a time."""
+        cursor = side_conn.cursor(row_factory=tuple_row)
+        await cursor.execute(
+            COUNT_CLAIMS,
+            {
+                "event_ids": [item.claimed.event_id for item in batch],
+                "sources": [item.event.source for item in batch],
+                "ordering_keys": [item.ordering_key for item in batch],
+                "worker": worker,
+            },
+        )
+        return {int(row[0]) for row in await cursor.fetchall()}
 
     async def settle(self, conn: AsyncConn, decisions: Sequence[Decision], worker: str) -> None:
         """Write every decision of the batch in one statement; the caller commits."""

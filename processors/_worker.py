@@ -36,7 +36,7 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore
+from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
 
 __all__ = ["Worker"]
 
@@ -327,7 +327,11 @@ class Worker:
             await conn.rollback()
             return 0
         event_ids = [item.claimed.event_id for item in batch]
-        await self._store.count_claims(session.side, event_ids, worker)
+        # An ordered event whose key is busy (the store says why) goes back unrun; the
+        # loop claims again at once, as after any batch that claimed something.
+        claimed = len(batch)
+        busy = await self._store.count_claims(session.side, batch, worker)
+        batch, released = release_busy(batch, busy)
         runner = BatchRunner(
             self._router,
             self._policy,
@@ -344,6 +348,7 @@ class Worker:
             deadline=started + self._settings.handler_timeout_seconds,
             batch_savepoint_taken=batch_savepoint_taken,
         )
+        decisions.extend(released)
         await self._store.settle(conn, decisions, worker)
         try:
             await conn.commit()
@@ -355,7 +360,7 @@ class Worker:
         for decision in decisions:
             self.metrics.outcomes.labels(decision.outcome).inc()
         self._log_settled(worker, batch, decisions, elapsed)
-        return len(batch)
+        return claimed
 
     def _log_settled(
         self,

@@ -108,3 +108,30 @@ def _positional(query: str) -> str:
         return f"${names.setdefault(match.group(1), len(names) + 1)}"
 
     return re.sub(r"%\((\w+)\)s", number, query)
+
+
+def test_0007_steps_down_with_ordered_events_and_skips_recorded(empty_db_url: str) -> None:
+    """Down from 0007 keeps the log (the ordering columns go) and its skip records (the
+    append-only audit keeps them; the old kind check applies to new rows only)."""
+    _migrate.upgrade(empty_db_url, "0007")
+    with psycopg.connect(empty_db_url) as conn:
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256,"
+            " ordering_key, order_at, on_dead)"
+            " values ('s', 'k', '', sha256(''), 'o', now(), 'hold')"
+        )
+        conn.execute(
+            "insert into inbox_replays (kind, created_by, reason, filter, selected, queued)"
+            " values ('dead-skip', 'olga', 'bad data', '{}', 1, 1)"
+        )
+    _migrate.downgrade(empty_db_url, "0006")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute("select count(*) from inbox_events").fetchone() == (1,)
+        assert conn.execute("select kind from inbox_replays").fetchall() == [("dead-skip",)]
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(
+                "insert into inbox_replays (kind, created_by, reason, filter, selected, queued)"
+                " values ('dead-skip', 'olga', 'again', '{}', 1, 1)"
+            )
+    _migrate.upgrade(empty_db_url)
+    assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()

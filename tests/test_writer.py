@@ -308,3 +308,67 @@ def test_both_writers_check_their_arguments_before_making_a_pool(
         r"'off', got 'later'$",
     ):
         writer_class("postgresql://nowhere.invalid/x", notify="later")  # type: ignore[arg-type]
+
+
+def _ordering_of(url: str, event_id: int) -> tuple[Any, ...]:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "select e.ordering_key, e.order_at, e.on_dead, w.source, w.ordering_key,"
+            " w.order_at, w.on_dead from inbox_events e"
+            " join inbox_work w on w.event_id = e.id where e.id = %s",
+            [event_id],
+        ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def test_an_ordered_write_stores_its_key_timestamp_and_policy(db_url: str) -> None:
+    from datetime import UTC, datetime
+
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with InboxWriter(db_url) as writer:
+        held = writer.write("s", "k1", b"{}", ordering_key="cus_1", order_at=at)
+        go_on = writer.write("s", "k2", b"{}", ordering_key="cus_1", on_dead="continue")
+        plain = writer.write("s", "k3", b"{}")
+    assert _ordering_of(db_url, held.event_id) == ("cus_1", at, "hold", "s", "cus_1", at, "hold")
+    row = _ordering_of(db_url, go_on.event_id)
+    assert row[0] == "cus_1"
+    assert row[2] == "continue"
+    assert row[1] is not None
+    assert _ordering_of(db_url, plain.event_id) == (None,) * 7
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"ordering_key": "k", "order_at": "2026-01-01"}, "order_at must be a timezone-aware"),
+        ({"order_at": None, "on_dead": "hold"}, "on_dead applies to ordered events only"),
+        ({"ordering_key": "k", "on_dead": "maybe"}, "on_dead must be 'hold' or 'continue'"),
+        ({"ordering_key": ""}, "ordering_key must not be empty"),
+    ],
+)
+def test_a_bad_ordering_is_refused_before_any_sql(
+    db_url: str, kwargs: dict[str, Any], says: str
+) -> None:
+    with InboxWriter(db_url) as writer, pytest.raises(InvalidWriteError, match=says):
+        writer.write("s", "k", b"{}", **kwargs)
+    assert _count(db_url, "inbox_events") == 0
+
+
+def test_group_committed_ordered_writes_keep_their_ordering(db_url: str) -> None:
+    async def main() -> list[int]:
+        async with AsyncInboxWriter(db_url) as writer:
+            results = await asyncio.gather(
+                *(writer.write("s", f"g{i}", b"{}", ordering_key=f"key{i % 3}") for i in range(30))
+            )
+        return [r.event_id for r in results]
+
+    ids = asyncio.run(main())
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            "select e.idempotency_key, w.ordering_key, w.source, w.order_at = e.received_at"
+            " from inbox_events e join inbox_work w on w.event_id = e.id"
+            " where e.id = any(%s)",
+            [ids],
+        ).fetchall()
+    assert sorted(rows) == sorted((f"g{i}", f"key{i % 3}", "s", True) for i in range(30))

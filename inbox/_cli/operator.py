@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,7 +24,7 @@ from inbox._cli.common import (
 from inbox._cli.logs import say
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import Attempt, EventDetail, Status
+from inbox._operations.models import Attempt, EventDetail, HeldKey, Status
 from inbox._operations.term import Cell, human_duration, paint, relative, table, use_colour
 
 __all__ = ["register"]
@@ -95,6 +96,11 @@ def _render_status(st: Status) -> str:
         f"workers: {st.worker_processes} process(es), {st.listeners} listener(s);"
         f" notification queue {st.notification_queue_usage:.0%} used"
     )
+    if st.held:
+        lines.append(
+            paint(f"held keys: {st.held} (ordered keys waiting on their head)", "yellow", colour)
+        )
+        lines.append(_held_table(st.held_keys, colour))
     lines += [paint(f"warning: {w}", "yellow", colour) for w in st.warnings]
     if any(s.rejected is None for s in st.sources):
         lines.append(
@@ -103,10 +109,35 @@ def _render_status(st: Status) -> str:
     return "\n".join(lines)
 
 
+def _held_table(held: Sequence[HeldKey], colour: bool) -> str:
+    headers = ["SOURCE", "ORDERING KEY", "HEAD", "HELD BY", "ATTEMPTS", "WAITING", "LAST ERROR"]
+    rows: list[list[Cell]] = [
+        [
+            h.source,
+            h.ordering_key,
+            str(h.head_event_id),
+            (h.reason, "red" if h.state == "dead" else "yellow"),
+            str(h.attempts),
+            str(h.waiting),
+            (h.last_error or "")[:60],
+        ]
+        for h in held
+    ]
+    return table(headers, rows, colour=colour, right=(2, 4, 5))
+
+
 # --- events -------------------------------------------------------------------------------
 
 
 def _events_list(args: argparse.Namespace, settings: Settings) -> int:
+    if args.held:
+        with database_url(settings, say=say, part="operator") as url:
+            held = queries.held_keys(url, limit=args.limit)
+        if args.json:
+            print_json({"held_keys": [h.to_json() for h in held]})
+        else:
+            print(_held_table(held, use_colour()) if held else "no held keys")
+        return 0
     return list_page(args, settings, filter_from_args(args), empty="no events match")
 
 
@@ -274,6 +305,11 @@ def register(commands: Any) -> None:
     listing = events.add_parser("list", help="events, newest first, with filters")
     add_filter_arguments(listing)
     add_page_arguments(listing)
+    listing.add_argument(
+        "--held",
+        action="store_true",
+        help="ordered keys held by their head (a dead letter, or a retry), with the head",
+    )
     listing.set_defaults(handler=_events_list)
     show = events.add_parser("show", help="one event: headers, body, deliveries, attempts")
     show.add_argument("ref", type=event_ref, help="an event id, or SOURCE:KEY")

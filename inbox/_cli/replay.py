@@ -1,4 +1,4 @@
-"""``inbox replay`` and ``inbox dead list/retry``."""
+"""``inbox replay`` and ``inbox dead list/retry/skip``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from inbox._operations.models import EventFilter
-from inbox._operations.replay import ReplayResult, replay
+from inbox._operations.replay import ReplayResult, replay, skip_dead
 from inbox._operations.term import Progress
 
 __all__ = ["CONFIRM_ABOVE", "PROGRESS_ABOVE", "register"]
@@ -136,6 +136,23 @@ def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     return list_page(args, settings, selection, empty="no dead letters")
 
 
+def _dead_skip(args: argparse.Namespace, settings: Settings) -> int:
+    with database_url(settings, say=say, part="operator") as url:
+        result = skip_dead(url, ids=args.ids, reason=args.reason, via="cli")
+    if args.json:
+        print_json(result.to_json())
+    else:
+        if result.skipped:
+            print(
+                f"skip run {result.skip_id}: skipped {len(result.skipped)} dead letter(s)"
+                f" ({', '.join(map(str, result.skipped))}); their handlers did not run, and"
+                " the keys they held go on"
+            )
+        if result.left_alone:
+            print(f"not dead letters, left alone: {', '.join(map(str, result.left_alone))}")
+    return 0 if result.skipped else 1
+
+
 _rate = above_zero("events per second")
 
 
@@ -169,7 +186,7 @@ def register(commands: Any) -> None:
     rep.add_argument("--all", action="store_true", help="select every event (with no filter)")
     rep.set_defaults(handler=_replay)
 
-    dead = commands.add_parser("dead", help="dead letters: list and retry").add_subparsers(
+    dead = commands.add_parser("dead", help="dead letters: list, retry and skip").add_subparsers(
         dest="dead_command", required=True, metavar="ACTION"
     )
     listing = dead.add_parser("list", help="dead-lettered events, newest first")
@@ -180,3 +197,10 @@ def register(commands: Any) -> None:
     _replay_options(retry)
     add_filter_arguments(retry, states=False)
     retry.set_defaults(handler=_dead_retry, all=True)
+    skip = dead.add_parser(
+        "skip", help="give dead letters up unprocessed (audited); releases the keys they hold"
+    )
+    skip.add_argument("ids", nargs="+", type=positive_int, help="event ids of dead letters")
+    skip.add_argument("--reason", required=True, help="why: recorded with the skip")
+    skip.add_argument("--json", action="store_true", help="machine-readable output")
+    skip.set_defaults(handler=_dead_skip)

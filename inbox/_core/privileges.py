@@ -61,9 +61,10 @@ NEEDS: dict[str, list[Need]] = {
         *_columns(
             "inbox_events",
             "INSERT",
-            "source idempotency_key event_type verifier headers body body_sha256",
+            "source idempotency_key event_type verifier headers body body_sha256"
+            " ordering_key order_at on_dead",
         ),
-        *_columns("inbox_work", "INSERT", "event_id"),
+        *_columns("inbox_work", "INSERT", "event_id source ordering_key order_at on_dead"),
         *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
     ],
     "worker": [
@@ -81,6 +82,7 @@ NEEDS: dict[str, list[Need]] = {
             "state priority run_at attempts last_error enqueued_at replay_id",
         ),
         Need("sequence", "inbox_replays_id_seq", None, "USAGE"),
+        Need("function", "inbox_dead_skip(bigint[], text, text, text, jsonb)", None, "EXECUTE"),
     ],
     "retention": [
         Need("function", "inbox_prune(float8, text, text)", None, "EXECUTE"),

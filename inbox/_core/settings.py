@@ -22,6 +22,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -159,6 +160,13 @@ class SourceSettings(_Section):
     private_key: SecretStr | None = None
     private_key_env: str | None = None
     sample: dict[str, Any] | None = None
+    # Ordered processing (docs/ordering.md): events with the same value of `ordering_key`
+    # (a spec, as key_from) run one at a time, in the order of `order_by` (a spec of a
+    # provider timestamp; arrival when unset, and arrival breaks ties); `on_dead` says
+    # whether a dead letter holds its key's followers ("hold") or lets them go on.
+    ordering_key: str | None = None
+    order_by: str | None = None
+    on_dead: Literal["hold", "continue"] | None = None
 
     @field_validator("key_from", "type_from")
     @classmethod
@@ -166,6 +174,39 @@ class SourceSettings(_Section):
         if value is not None:
             parse_spec(value)  # raises ValueError with the accepted forms
         return value
+
+    @model_validator(mode="after")
+    def _valid_ordering(self) -> SourceSettings:
+        # Here rather than in a field validator, so the message names the source: a list
+        # entry's location is only its index.
+        for field in ("ordering_key", "order_by"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            try:
+                spec = parse_spec(value)
+            except ValueError as exc:
+                raise ValueError(f"source {self.name!r}, {field}: {exc}") from None
+            if spec.kind == "body-sha256":
+                raise ValueError(
+                    f"source {self.name!r}, {field} = {value!r}: the body's hash differs for"
+                    " every event, so it cannot order them; use header:, json: or form:"
+                )
+        if self.ordering_key is None:
+            for field in ("order_by", "on_dead"):
+                if getattr(self, field) is not None:
+                    raise ValueError(
+                        f"source {self.name!r}, {field}: applies to ordered sources only;"
+                        ' set ordering_key too (say, ordering_key = "json:/data/object/id")'
+                    )
+        return self
+
+    @property
+    def dead_policy(self) -> Literal["hold", "continue"] | None:
+        """What a dead letter does to its key: None for an unordered source."""
+        if self.ordering_key is None:
+            return None
+        return self.on_dead or "hold"
 
     def secret_values(self) -> list[str]:
         """The active secrets: those in the file, then a comma-separated ``secrets_env``,

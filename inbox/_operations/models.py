@@ -41,6 +41,7 @@ __all__ = [
     "EventState",
     "EventSummary",
     "FilterState",
+    "HeldKey",
     "PruneResult",
     "ReplayProgress",
     "ReplayRun",
@@ -291,6 +292,30 @@ class EventDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldKey:
+    """An ordered key whose head holds its other events back (docs/ordering.md)."""
+
+    source: str
+    ordering_key: str
+    head_event_id: int
+    state: str
+    """``dead`` (held until an operator retries or skips it) or ``pending`` (retrying)."""
+    attempts: int
+    last_error: str | None
+    run_at: datetime
+    """When a retrying head runs again."""
+    waiting: int
+    """Events of the key waiting behind the head."""
+
+    @property
+    def reason(self) -> str:
+        return "dead letter" if self.state == "dead" else "retrying"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: jsonable(v) for k, v in asdict(self).items()}, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class SourceStatus:
     source: str
     received_1h: int
@@ -324,6 +349,10 @@ class Status:
     warnings: list[str] = field(default_factory=list)
     """Worth a look, not unhealthy: a receiver whose metrics could not be read, a worker
     process without its listener."""
+    held_keys: list[HeldKey] = field(default_factory=list)
+    """Ordered keys held by their head (the first ``HELD_SHOWN``)."""
+    held: int = 0
+    """How many keys are held in all."""
 
     @property
     def healthy(self) -> bool:
@@ -349,6 +378,8 @@ class Status:
             "dead": self.dead,
             "oldest_pending_seconds": self.oldest_pending_seconds,
             "sources": [s.to_json() for s in self.sources],
+            "held": self.held,
+            "held_keys": [h.to_json() for h in self.held_keys],
             "workers": {
                 "processes": self.worker_processes,
                 "listeners": self.listeners,

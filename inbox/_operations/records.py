@@ -153,12 +153,12 @@ class ReplayProgress:
         }
 
 
-AuditKind = Literal["replay", "dead-retry", "prune"]
+AuditKind = Literal["replay", "dead-retry", "dead-skip", "prune"]
 
 
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
-    """One operator action: a replay run, a dead-letter retry or a prune."""
+    """One operator action: a replay run, a dead-letter retry or skip, or a prune."""
 
     kind: AuditKind
     id: int

@@ -38,7 +38,16 @@ from inbox.queries import (
     event_ids,
 )
 
-__all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", "retry_dead"]
+__all__ = [
+    "ReplayResult",
+    "ReplayRun",
+    "ReplayStore",
+    "SkipResult",
+    "replay",
+    "replay_runs",
+    "retry_dead",
+    "skip_dead",
+]
 
 log = get_logger("processors.replay")
 
@@ -83,6 +92,19 @@ class ReplayResult:
             "already_processed": self.already_processed,
             "sample": [s.to_json() for s in self.sample],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SkipResult:
+    skip_id: int | None
+    """The audit run's id (None when none of the ids was a dead letter)."""
+    skipped: list[int]
+    """The dead letters that left the work table as skipped."""
+    left_alone: list[int]
+    """Ids that were not dead letters (pending, settled or unknown): nothing was done."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"skip_id": self.skip_id, "skipped": self.skipped, "left_alone": self.left_alone}
 
 
 class ReplayStore:
@@ -131,6 +153,23 @@ class ReplayStore:
             },
         )
         self._conn.execute(_q("wake_workers"))
+
+    def skip_dead(
+        self, ids: Sequence[int], created_by: str, reason: str, via: str
+    ) -> tuple[int | None, list[int]]:
+        rows = self._conn.execute(
+            _q("skip_dead"),
+            {
+                "event_ids": list(ids),
+                "created_by": created_by,
+                "reason": reason,
+                "via": via,
+                "filter": Jsonb({"ids": list(ids)}),
+            },
+        ).fetchall()
+        if rows:
+            self._conn.execute(_q("wake_workers"))
+        return (int(rows[0][0]) if rows else None), sorted(int(r[1]) for r in rows)
 
     def runs(self, limit: int) -> list[ReplayRun]:
         cursor = self._conn.execute(_q("replay_runs"), {"limit": limit})
@@ -332,3 +371,29 @@ def replay_runs(db: Db, *, limit: int = 20) -> list[ReplayRun]:
     """The most recent replay runs, newest first."""
     with connection(db, "list replay runs") as conn:
         return ReplayStore(conn).runs(limit)
+
+
+def skip_dead(
+    db: Db,
+    *,
+    ids: Sequence[int],
+    reason: str,
+    actor: str | None = None,
+    via: Via = "api",
+) -> SkipResult:
+    """Skip dead letters: each leaves the work table with a 'skipped' attempt, unprocessed,
+    and a key it held (``on_dead = "hold"``) goes on with its next event. Recorded as one
+    audited 'dead-skip' run (who, why, which ids); ids that are not dead letters are left
+    alone. The handler never runs: what the event should have done is the operator's call.
+    """
+    if not reason or not reason.strip():
+        raise RefusedError("a skip needs a reason (it is recorded)", action="dead skip")
+    if not ids:
+        raise RefusedError("skip which dead letters? give their event ids", action="dead skip")
+    check_via(via)
+    who = actor or current_actor()
+    with connection(db, "skip dead letters") as conn, conn.transaction():
+        skip_id, skipped = ReplayStore(conn).skip_dead(ids, who, reason.strip(), via)
+    log.info("dead_skipped", skip_id=skip_id, via=via, skipped=len(skipped), reason=reason)
+    done = set(skipped)
+    return SkipResult(skip_id, skipped, sorted({i for i in ids if i not in done}))

@@ -21,6 +21,7 @@ from inbox._operations.models import (
     EventDetail,
     EventFilter,
     EventSummary,
+    HeldKey,
     PruneResult,
     ReplayProgress,
     ReplayRun,
@@ -85,6 +86,11 @@ class LogStore:
             for name in extra
         ]
         return sorted(result, key=lambda s: s.source)
+
+    def held_keys(self, limit: int) -> tuple[list[HeldKey], int]:
+        """Held ordered keys (up to ``limit``) and how many there are in all."""
+        rows = self._rows("held_keys", {"limit": limit})
+        return [HeldKey(*row[:8]) for row in rows], int(rows[0][8]) if rows else 0
 
     def sessions(self) -> tuple[int, int, float]:
         [(processes, listeners, usage)] = self._rows("status_sessions", {})

@@ -93,11 +93,18 @@ def _signer(c: ProviderConfig) -> StripeSigner:
 
 
 def _sample(s: Sample) -> dict[str, Any]:
-    # Stripe's object is the one the type is about: an invoice for `invoice.*`.
+    # Stripe's object is the one the type is about: an invoice for `invoice.*`. Its id is
+    # what an ordered source keys on (ordering_key = "json:/data/object/id").
     data: dict[str, Any] = (
-        {"object": "invoice", "amount_due": 100, "amount_paid": 100, "currency": "usd"}
+        {
+            "id": "in_sample",
+            "object": "invoice",
+            "amount_due": 100,
+            "amount_paid": 100,
+            "currency": "usd",
+        }
         if s.event_type.startswith("invoice.")
-        else {"object": "payment_intent", "amount": 100, "currency": "usd"}
+        else {"id": "pi_sample", "object": "payment_intent", "amount": 100, "currency": "usd"}
     )
     return {"object": "event", "created": int(s.now), "livemode": False, "data": {"object": data}}
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from inbox._core.specs import Spec, parse_spec
@@ -31,11 +33,13 @@ from inbox._providers import WebhookRequest, provider
 from inbox._providers._base import FORM_CONTENT_TYPE, parse_form
 
 __all__ = [
+    "Extracted",
     "Extraction",
     "Spec",
     "extraction_for",
     "inject",
     "parse_spec",
+    "parse_timestamp",
 ]
 
 
@@ -115,15 +119,64 @@ def _lookup(spec: Spec, request: WebhookRequest, body: _Body) -> str | None:
     return hashlib.sha256(request.body).hexdigest()
 
 
+def parse_timestamp(value: Any) -> datetime | None:
+    """A provider's timestamp: Unix seconds (a number, or digits in a string, as Stripe's
+    ``created``) or ISO 8601 text (a zone-less one is read as UTC); None if it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(text)
+            except ValueError:
+                return None
+            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    if isinstance(value, int | float) and math.isfinite(value):
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def _raw(spec: Spec, request: WebhookRequest, body: _Body) -> Any:
+    """What a spec points at, untyped (a timestamp may be a number)."""
+    if spec.kind == "json":
+        return _pointer(body.json(), spec.arg)
+    return _lookup(spec, request, body)
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """What a delivery says of itself. ``ordering_key`` is None for an unordered source or
+    when its spec matched nothing; ``order_at`` None means: ordered by arrival."""
+
+    key: str | None
+    event_type: str | None
+    ordering_key: str | None = None
+    order_at: datetime | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """The specs of one source: the key's (at least one) and the type's (possibly none)."""
+    """The specs of one source: the key's (at least one) and the type's (possibly none);
+    for an ordered source, its ordering key's and its order timestamp's."""
 
     key_specs: tuple[Spec, ...]
     type_specs: tuple[Spec, ...]
+    ordering_spec: Spec | None = None
+    order_spec: Spec | None = None
 
     def extract(self, request: WebhookRequest) -> tuple[str | None, str | None]:
         """Return ``(key, event_type)``; either is None when no spec yields a value."""
+        found = self.read(request)
+        return found.key, found.event_type
+
+    def read(self, request: WebhookRequest) -> Extracted:
+        """Everything the specs find, the body parsed at most once."""
         body = _Body(request)
         key = next(
             (v for s in self.key_specs if (v := _lookup(s, request, body)) is not None), None
@@ -131,7 +184,13 @@ class Extraction:
         event_type = next(
             (v for s in self.type_specs if (v := _lookup(s, request, body)) is not None), None
         )
-        return key, event_type
+        if self.ordering_spec is None:
+            return Extracted(key, event_type)
+        ordering_key = _lookup(self.ordering_spec, request, body)
+        order_at = None
+        if self.order_spec is not None:
+            order_at = parse_timestamp(_raw(self.order_spec, request, body))
+        return Extracted(key, event_type, ordering_key, order_at)
 
 
 def extraction_for(
@@ -140,6 +199,8 @@ def extraction_for(
     key_from: str | None = None,
     type_from: str | None = None,
     options: Mapping[str, object] | None = None,
+    ordering_key: str | None = None,
+    order_by: str | None = None,
 ) -> Extraction:
     """The extraction of a source: its overrides, else its provider's defaults."""
     record = provider(verifier)
@@ -153,7 +214,12 @@ def extraction_for(
         type_specs: tuple[Spec, ...] = (parse_spec(type_from),)
     else:
         type_specs = record.type_specs
-    return Extraction(key_specs, type_specs)
+    return Extraction(
+        key_specs,
+        type_specs,
+        ordering_spec=parse_spec(ordering_key) if ordering_key else None,
+        order_spec=parse_spec(order_by) if order_by else None,
+    )
 
 
 def inject(spec: Spec, value: str, *, payload: dict[str, Any], headers: dict[str, str]) -> None:

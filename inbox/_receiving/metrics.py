@@ -49,6 +49,14 @@ class ReceiverMetrics:
             registry=self.registry,
         )
 
+        self.unordered = Counter(
+            "inbox_receiver_ordering_unmatched",
+            "Events of an ordered source whose ordering_key (processed unordered) or order_by"
+            " (ordered by arrival) spec found nothing usable in the delivery.",
+            ["source", "field"],
+            registry=self.registry,
+        )
+
     def observe(self, source: str, outcome: str, reason: str | None = None) -> None:
         """Count one request; a ``reason`` also counts it as a rejection."""
         self.requests.labels(source=source, outcome=outcome).inc()

@@ -19,16 +19,17 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
 from inbox._providers import Provider, Verifier, WebhookRequest, provider
-from inbox._receiving.extract import Extraction
+from inbox._receiving.extract import Extracted, Extraction
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
 from inbox._receiving.source_config import source_extraction, source_verifier
-from inbox._writing.plan import MAX_EVENT_TYPE_LENGTH, WriteResult
+from inbox._writing.plan import MAX_EVENT_TYPE_LENGTH, MAX_ORDERING_KEY_LENGTH, WriteResult
 
 __all__ = [
     "BodyCollector",
@@ -92,6 +93,8 @@ class ReceivingSource:
     provider: Provider
     extraction: Extraction
     max_body_bytes: int
+    on_dead: str | None = None
+    """None for an unordered source; else what a dead letter does to its key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +106,15 @@ class PendingWrite:
     event_type: str | None
     body: bytes
     headers: Mapping[str, str]
+    ordering_key: str | None = None
+    order_at: datetime | None = None
 
     def write_args(self) -> dict[str, Any]:
+        ordered = self.ordering_key is not None
         return {
+            "ordering_key": self.ordering_key,
+            "order_at": self.order_at,
+            "on_dead": self.source.on_dead if ordered else None,
             "source": self.source.name,
             "key": self.key,
             "body": self.body,
@@ -166,6 +175,7 @@ class Receiver:
                 provider=provider(source.verifier),
                 extraction=source_extraction(source),
                 max_body_bytes=source.max_body_bytes,
+                on_dead=source.dead_policy,
             )
             if self._sources[source.name].provider.unverified:
                 log.warning(
@@ -223,7 +233,8 @@ class Receiver:
             source.verifier.verify(request, now=self._clock())
         except VerificationError as exc:
             return self._refuse(source.name, 401, exc.reason, "unauthorized")
-        key, event_type = source.extraction.extract(request)
+        found = source.extraction.read(request)
+        key, event_type = found.key, found.event_type
         if key is None:
             handshake = source.provider.handshake
             if handshake is not None and (reply := handshake(request)) is not None:
@@ -254,7 +265,35 @@ class Receiver:
             for name, value in headers.items()
             if name not in self._redact and "\x00" not in name and "\x00" not in value
         }
-        return PendingWrite(source, key, event_type, body, stored)
+        if source.on_dead is None:
+            return PendingWrite(source, key, event_type, body, stored)
+        ordering_key, order_at = self._ordering(source, key, found)
+        return PendingWrite(source, key, event_type, body, stored, ordering_key, order_at)
+
+    def _ordering(
+        self, source: ReceivingSource, key: str, found: Extracted
+    ) -> tuple[str | None, datetime | None]:
+        """The ordering key and timestamp of a delivery of an ordered source. A spec that
+        finds nothing usable never loses the event: it is processed unordered (no key) or
+        ordered by arrival (no timestamp), counted and logged."""
+        ordering_key = found.ordering_key
+        if ordering_key is not None and (
+            len(ordering_key) > MAX_ORDERING_KEY_LENGTH or "\x00" in ordering_key
+        ):
+            ordering_key = None
+        if ordering_key is None:
+            self._unmatched(source, key, "ordering_key", "processed unordered")
+            return None, None
+        if source.extraction.order_spec is not None and found.order_at is None:
+            self._unmatched(source, key, "order_by", "ordered by arrival")
+        return ordering_key, found.order_at
+
+    def _unmatched(self, source: ReceivingSource, key: str, field: str, note: str) -> None:
+        spec = getattr(
+            source.extraction, "ordering_spec" if field == "ordering_key" else "order_spec"
+        )
+        self.metrics.unordered.labels(source=source.name, field=field).inc()
+        log.warning(f"{field}_unmatched", source=source.name, key=key, spec=str(spec), note=note)
 
     # -- step 4 ---------------------------------------------------------------------------
 

@@ -67,4 +67,6 @@ def source_extraction(source: SourceSettings) -> Extraction:
         key_from=source.key_from,
         type_from=source.type_from,
         options=source.options,
+        ordering_key=source.ordering_key,
+        order_by=source.order_by,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypeVar, get_args
 
 from inbox._core.errors import InboxError
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NotifyMode",
+    "OnDead",
+    "Ordering",
     "PlannedWrite",
     "WriterBase",
     "log",
@@ -39,11 +42,24 @@ __all__ = [
 ]
 
 NotifyMode = Literal["after_commit", "in_transaction", "off"]
+OnDead = Literal["hold", "continue"]
 NOTIFY_MODES: tuple[str, ...] = get_args(NotifyMode)
 
 log = get_logger("inbox.writer")
 
 PoolT = TypeVar("PoolT")
+
+
+@dataclass(frozen=True, slots=True)
+class Ordering:
+    """How a write is ordered among its key's events (all None: unordered)."""
+
+    key: str | None = None
+    order_at: datetime | None = None
+    on_dead: OnDead | None = None
+
+
+UNORDERED = Ordering()
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +145,7 @@ class WriterBase(ABC, Generic[PoolT]):
         event_type: str | None,
         verifier: str | None,
         conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any] | None,
+        ordering: Ordering = UNORDERED,
     ) -> PlannedWrite:
         """Check a write; ``conn`` is the caller's connection, None for the writer's pool.
 
@@ -145,6 +162,9 @@ class WriterBase(ABC, Generic[PoolT]):
             verifier=verifier,
             notify_in_transaction=self._notify == "in_transaction"
             or (in_callers_txn and self._notify != "off"),
+            ordering_key=ordering.key,
+            order_at=ordering.order_at,
+            on_dead=ordering.on_dead,
         )
         return PlannedWrite(params, in_callers_txn)
 

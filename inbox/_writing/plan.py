@@ -8,6 +8,7 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, LiteralString
 
 from inbox._core.errors import InvalidWriteError
@@ -26,6 +27,8 @@ __all__ = [
 MAX_SOURCE_LENGTH = 100
 MAX_KEY_LENGTH = 255
 MAX_EVENT_TYPE_LENGTH = 255
+MAX_ORDERING_KEY_LENGTH = 255
+ON_DEAD_CHOICES = ("hold", "continue")
 # insert_event, then record_duplicate when a concurrent writer's row was invisible to the
 # first statement; a row that vanished in between (pruned) earns one more round.
 MAX_WRITE_ROUNDS = 3
@@ -93,6 +96,38 @@ def _check_headers(headers: object, source: str, key: str) -> dict[str, str]:
     return checked
 
 
+def _check_ordering(
+    ordering_key: object, order_at: object, on_dead: object, source: object, key: object
+) -> tuple[str | None, datetime | None, str | None]:
+    """The ordering of a write: (key, order timestamp, dead-letter policy), all None for
+    an unordered event. An ordered event without ``on_dead`` holds its key when dead."""
+    if ordering_key is None:
+        for name, value in (("order_at", order_at), ("on_dead", on_dead)):
+            if value is not None:
+                raise InvalidWriteError(
+                    f"{name} applies to ordered events only: pass ordering_key too",
+                    source=source,
+                    key=key,
+                )
+        return None, None, None
+    checked_key = _check_text("ordering_key", ordering_key, MAX_ORDERING_KEY_LENGTH, source, key)
+    if order_at is not None and (
+        not isinstance(order_at, datetime) or order_at.utcoffset() is None
+    ):
+        raise InvalidWriteError(
+            "order_at must be a timezone-aware datetime (say, datetime.fromtimestamp(t, UTC)),"
+            f" got {order_at!r}",
+            source=source,
+            key=key,
+        )
+    policy = "hold" if on_dead is None else on_dead
+    if policy not in ON_DEAD_CHOICES:
+        raise InvalidWriteError(
+            f"on_dead must be 'hold' or 'continue', got {on_dead!r}", source=source, key=key
+        )
+    return checked_key, order_at, str(policy)
+
+
 def prepare_write(
     *,
     source: object,
@@ -102,10 +137,15 @@ def prepare_write(
     event_type: object,
     verifier: object,
     notify_in_transaction: bool,
+    ordering_key: object = None,
+    order_at: object = None,
+    on_dead: object = None,
 ) -> dict[str, Any]:
     """Validate a write and return the parameters of ``insert_event``.
 
-    Every check runs before any SQL, so a refused write touches nothing.
+    Every check runs before any SQL, so a refused write touches nothing. An ordered write
+    (``ordering_key``) is ordered by ``order_at``, else by its arrival (the log's
+    ``received_at``).
     """
     # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
     from psycopg.types.json import Jsonb
@@ -126,6 +166,9 @@ def prepare_write(
     checked_verifier = (
         None if verifier is None else _check_text("verifier", verifier, 100, source, key)
     )
+    checked_ordering, checked_order_at, policy = _check_ordering(
+        ordering_key, order_at, on_dead, source, key
+    )
     return {
         "source": checked_source,
         "key": checked_key,
@@ -135,6 +178,9 @@ def prepare_write(
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
         "notify": notify_in_transaction,
+        "ordering_key": checked_ordering,
+        "order_at": checked_order_at,
+        "on_dead": policy,
     }
 
 
@@ -148,6 +194,9 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "headers": [w["headers"] for w in writes],
         "bodies": [w["body"] for w in writes],
         "body_sha256s": [w["body_sha256"] for w in writes],
+        "ordering_keys": [w["ordering_key"] for w in writes],
+        "order_ats": [w["order_at"] for w in writes],
+        "on_deads": [w["on_dead"] for w in writes],
     }
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
 from inbox._writing.base import (
+    OnDead,
+    Ordering,
     WriterBase,
     log,
     rounds_exhausted,
@@ -69,15 +72,23 @@ class InboxWriter(WriterBase["ConnectionPool"]):
         *,
         event_type: str | None = None,
         verifier: str | None = None,
+        ordering_key: str | None = None,
+        order_at: datetime | None = None,
+        on_dead: OnDead | None = None,
         conn: psycopg.Connection[Any] | None = None,
     ) -> WriteResult:
         """Append one delivery. Returns the event id and whether it was new.
 
         A duplicate ``(source, key)`` creates no work; it is recorded as a delivery.
+        ``ordering_key``: events of this source with the same ordering key run one at a
+        time, in the order of ``order_at`` (default: their arrival; arrival breaks ties);
+        ``on_dead`` ("hold", the default, or "continue") says whether a dead letter holds
+        the key's later events (docs/ordering.md).
         Raises ``InvalidWriteError`` before any SQL for bad input, and
         ``DatabaseUnavailableError`` when the write could not be committed.
         """
-        plan = self._plan(source, key, body, headers, event_type, verifier, conn)
+        ordering = Ordering(ordering_key, order_at, on_dead)
+        plan = self._plan(source, key, body, headers, event_type, verifier, conn, ordering)
         with translate_driver_errors(f"writing {source}:{key}"):
             result = self._write_one(plan.params) if conn is None else self._run(conn, plan.params)
         if self._owes_wake_up(plan, result):

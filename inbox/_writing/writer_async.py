@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
 from inbox._writing.base import (
+    OnDead,
+    Ordering,
     WriterBase,
     log,
     rounds_exhausted,
@@ -82,10 +85,14 @@ class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
         *,
         event_type: str | None = None,
         verifier: str | None = None,
+        ordering_key: str | None = None,
+        order_at: datetime | None = None,
+        on_dead: OnDead | None = None,
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> WriteResult:
         """Append one delivery; see ``InboxWriter.write``."""
-        plan = self._plan(source, key, body, headers, event_type, verifier, conn)
+        ordering = Ordering(ordering_key, order_at, on_dead)
+        plan = self._plan(source, key, body, headers, event_type, verifier, conn, ordering)
         with translate_driver_errors(f"writing {source}:{key}"):
             if conn is not None:
                 result = await self._run(conn, plan.params)

@@ -358,3 +358,26 @@ where %(before_at)s::timestamptz is null
       < (%(before_at)s::timestamptz, %(before_kind)s::text, %(before_id)s::bigint)
 order by created_at desc, kind desc, id desc
 limit %(limit)s::bigint
+
+-- name: held_keys
+-- Ordered keys held by their head (docs/ordering.md): a dead letter of a source that holds
+-- (on_dead = 'hold'), held until an operator retries or skips it; or a failed event
+-- waiting for its retry, with events of its key waiting behind it. A head is the first of
+-- its key's rows in key order (the claim's rule): no row of the key sorts before it.
+-- Candidates are few (dead or retrying rows); each test is a probe of inbox_work_key.
+select w.source, w.ordering_key, w.event_id, w.state, w.attempts, w.last_error, w.run_at,
+       (select count(*) from inbox_work f
+         where f.source = w.source and f.ordering_key = w.ordering_key
+           and f.state = 'pending' and f.event_id <> w.event_id) as waiting,
+       count(*) over () as total
+from inbox_work w
+where w.ordering_key is not null
+  and ((w.state = 'dead' and w.on_dead = 'hold')
+       or (w.state = 'pending' and w.attempts > 0 and w.run_at > now()))
+  and not exists (
+      select from inbox_work h
+      where (h.source, h.ordering_key) = (w.source, w.ordering_key)
+        and (h.state = 'pending' or h.on_dead = 'hold')
+        and (h.priority, h.order_at, h.event_id) < (w.priority, w.order_at, w.event_id))
+order by w.state, w.event_id
+limit %(limit)s::bigint

@@ -10,17 +10,31 @@
 -- PostgreSQL takes a database-wide lock to queue notifications at commit, which serialises
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
 -- commit the writer cannot observe); standalone writes notify after commit, coalesced.
+-- An ordered event (%(ordering_key)s not null) carries its key, its order timestamp (the
+-- given one, else its arrival: now() is the received_at of the row) and its dead-letter
+-- policy, on the log (replays re-create work rows from it) and on its work row (the claim).
 with inserted as (
     insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+         ordering_key, order_at, on_dead)
     values
-        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s)
+        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s,
+         %(ordering_key)s::text,
+         case when %(ordering_key)s::text is not null
+              then coalesce(%(order_at)s::timestamptz, now()) end,
+         %(on_dead)s::text)
     on conflict (source, idempotency_key) do nothing
     returning id
 ),
 queued as (
-    insert into inbox_work (event_id)
-    select id from inserted
+    insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
+    select id,
+           case when %(ordering_key)s::text is not null then %(source)s::text end,
+           %(ordering_key)s::text,
+           case when %(ordering_key)s::text is not null
+                then coalesce(%(order_at)s::timestamptz, now()) end,
+           %(on_dead)s::text
+    from inserted
 ),
 known as (
     select id, body_sha256
@@ -64,23 +78,40 @@ input as (
         %(verifiers)s::text[],
         %(headers)s::jsonb[],
         %(bodies)s::bytea[],
-        %(body_sha256s)s::bytea[]
+        %(body_sha256s)s::bytea[],
+        %(ordering_keys)s::text[],
+        %(order_ats)s::timestamptz[],
+        %(on_deads)s::text[]
     ) with ordinality
-        as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256, n)
+        as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+             ordering_key, given_order_at, on_dead, n)
     cross join wait_briefly
+),
+ordered as (
+    -- As in insert_event: an ordered event without a timestamp is ordered by arrival.
+    select input.*,
+           case when ordering_key is not null then coalesce(given_order_at, now()) end
+               as order_at
+    from input
 ),
 inserted as (
     insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
-    select source, idempotency_key, event_type, verifier, headers, body, body_sha256
-    from input
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+         ordering_key, order_at, on_dead)
+    select source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+           ordering_key, order_at, on_dead
+    from ordered
     order by source, idempotency_key
     on conflict (source, idempotency_key) do nothing
     returning id, source, idempotency_key
 ),
 queued as (
-    insert into inbox_work (event_id)
-    select id from inserted
+    insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
+    select inserted.id,
+           case when o.ordering_key is not null then o.source end,
+           o.ordering_key, o.order_at, o.on_dead
+    from inserted
+    join ordered o using (source, idempotency_key)
 )
 select input.n, inserted.id
 from input

@@ -37,18 +37,30 @@ order by t.n
 -- a fresh attempt budget. With a rate, the n-th event of the run becomes due n/rate
 -- seconds from now: the workers' claim order spreads the run out without any process
 -- having to stay up to feed it.
-insert into inbox_work (event_id, priority, run_at, replay_id)
+-- An ordered event's work row takes its key again from the log. Its key's order puts
+-- priority first, so a replayed event never runs ahead of its key's live pending events,
+-- and replayed events of one key run in key order (whatever their due times). A revived
+-- dead letter of an ordered key keeps its priority: it takes its place in its key again
+-- (a held key's head stays its head) rather than queueing behind the events it held.
+insert into inbox_work
+    (event_id, priority, run_at, replay_id, source, ordering_key, order_at, on_dead)
 select t.event_id,
        1,
        case
            when %(rate)s::float8 is null then now()
            else now() + make_interval(secs => (%(offset)s::bigint + t.n - 1) / %(rate)s::float8)
        end,
-       %(replay_id)s::bigint
+       %(replay_id)s::bigint,
+       case when e.ordering_key is not null then e.source end,
+       e.ordering_key,
+       e.order_at,
+       e.on_dead
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
+join inbox_events e on e.id = t.event_id
 on conflict (event_id) do update
     set state = 'pending',
-        priority = excluded.priority,
+        priority = case when inbox_work.ordering_key is null then excluded.priority
+                        else inbox_work.priority end,
         run_at = excluded.run_at,
         attempts = 0,
         last_error = null,
@@ -65,6 +77,13 @@ values
     (%(id)s::bigint, %(kind)s::text, %(created_by)s::text, %(reason)s::text,
      %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8,
      %(via)s::text)
+
+-- name: skip_dead
+-- `inbox dead skip`: the dead letters among the ids leave the work table as skipped (their
+-- held keys go on), audited as a 'dead-skip' run, in one call of the owner's function.
+select skip_id, event_id
+from inbox_dead_skip(%(event_ids)s::bigint[], %(created_by)s::text, %(reason)s::text,
+                     %(via)s::text, %(filter)s::jsonb)
 
 -- name: wake_workers
 -- Sent inside the run's transaction: PostgreSQL delivers it at commit, once the work exists.

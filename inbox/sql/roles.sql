@@ -27,7 +27,8 @@ revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempt
               {schema}.inbox_prunes
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
-                       {schema}.inbox_prune_preview(float8)
+                       {schema}.inbox_prune_preview(float8),
+                       {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb)
     from {receiver}, {worker}, {operator}, {retention}
 
 -- name: schema
@@ -43,9 +44,12 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 -- ON CONFLICT and RETURNING, and record_duplicate's lookup. Identity columns are filled
 -- by the table's own sequence, which needs no grant of its own.
 grant select (id, source, idempotency_key, body_sha256) on {schema}.inbox_events to {receiver};
-grant insert (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+-- An ordered source's events also carry their ordering key, timestamp and policy.
+grant insert (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+              ordering_key, order_at, on_dead)
     on {schema}.inbox_events to {receiver};
-grant insert (event_id) on {schema}.inbox_work to {receiver};
+grant insert (event_id, source, ordering_key, order_at, on_dead)
+    on {schema}.inbox_work to {receiver};
 grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver}
 
 -- name: worker
@@ -58,14 +62,17 @@ grant insert on {schema}.inbox_attempts to {worker}
 
 -- name: operator
 -- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
--- (its id drawn first from the identity's sequence, hence the usage).
+-- (its id drawn first from the identity's sequence, hence the usage). Skipping a dead
+-- letter (`inbox dead skip`) deletes work only through the audited inbox_dead_skip.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
                 {schema}.inbox_prunes to {operator};
 grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id)
     on {schema}.inbox_work to {operator};
 grant insert on {schema}.inbox_replays to {operator};
-grant usage on sequence {schema}.inbox_replays_id_seq to {operator}
+grant usage on sequence {schema}.inbox_replays_id_seq to {operator};
+grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb)
+    to {operator}
 
 -- name: retention
 -- Nothing but the audited functions: they read and delete as the owner.

@@ -4,23 +4,57 @@
 -- Take up to batch_size due events that no worker has an unsettled claim on, in order
 -- (live work before replays, then due time), skipping rows other workers hold. The inner
 -- query walks the partial index inbox_work_claim; the locks are taken on inbox_work only.
+-- An ordered event (ordering_key not null) is taken only when it is the head of its key:
+-- the first of the key's rows in key order (inbox_work_key holds only the rows that hold
+-- their key, so that is one index probe, however long the key's backlog), and when no
+-- event of its key has a claim counter (one in flight, or a suspect left by a crash).
+-- Under READ COMMITTED the head is judged on this statement's snapshot: a head another
+-- worker holds is still in it, so its followers are not heads, and SKIP LOCKED skips the
+-- head itself. A head that settles meanwhile is skipped too (deleted or not due any more),
+-- and its follower waits for the next claim. What a snapshot cannot see (a row committed
+-- after it began, sorting before the one in flight) the claim counters' unique key slot
+-- catches: count_claims releases such an event unrun. A long backlog costs one probe per
+-- follower the walk passes, and never holds other keys back: the walk is in due order.
 -- The scan starts after the index position (after_priority, after_run_at, after_event_id):
 -- a settled row leaves a dead index entry that every scan from the start walks until vacuum
 -- removes it, so a claim loop draining a big backlog resumes after its last full batch
 -- (processors._store.ClaimCursor), and starts from the beginning again every second and after
 -- any short batch, which finds what its resumed scans passed by.
+-- (An ordered follower the walk passed while its head was in flight is such a row: it is
+-- taken by the next scan from the start, within a second.)
 -- The last two columns are the last row's position, where the next claim may resume.
 select w.event_id, w.attempts, w.replay_id, 0 as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       w.priority, w.run_at
+       w.ordering_key, w.priority, w.run_at
 from (
-    select event_id, attempts, replay_id, priority, run_at
+    select event_id, attempts, replay_id, priority, run_at, ordering_key
     from inbox_work
     where state = 'pending'
       and run_at <= now()
       and (priority, run_at, event_id)
           > (%(after_priority)s::smallint, %(after_run_at)s::timestamptz, %(after_event_id)s::bigint)
       and not exists (select from inbox_claims c where c.event_id = inbox_work.event_id)
+      and (
+          inbox_work.ordering_key is null
+          or (
+              -- A boolean, not `event_id = (select ...)`: the planner would take the
+              -- equality for a rare match and sort the whole table instead of walking
+              -- the claim index (measured: 20 ms against 1 ms at 10,000 rows).
+              (
+                  select h.event_id = inbox_work.event_id
+                  from inbox_work h
+                  where h.source = inbox_work.source
+                    and h.ordering_key = inbox_work.ordering_key
+                    and (h.state = 'pending' or h.on_dead = 'hold')
+                  order by h.priority, h.order_at, h.event_id
+                  limit 1
+              )
+              and not exists (
+                  select from inbox_claims k
+                  where k.source = inbox_work.source and k.ordering_key = inbox_work.ordering_key
+              )
+          )
+      )
     order by priority, run_at, event_id
     limit %(batch_size)s
     for update skip locked
@@ -31,8 +65,10 @@ order by w.priority, w.run_at, w.event_id
 -- name: claim_suspect
 -- Take one due event whose earlier claim never settled (its worker died mid-batch). It runs
 -- alone, so a poison pill cannot take innocent events of its batch down with it again.
+-- An ordered suspect keeps its key's slot (its counter) meanwhile: its followers wait.
 select w.event_id, w.attempts, w.replay_id, c.claims as crashes,
-       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
+       w.ordering_key
 from inbox_claims c
 join inbox_work w on w.event_id = c.event_id
 join inbox_events e on e.id = w.event_id
@@ -66,12 +102,40 @@ cross join lateral (
 
 -- name: count_claims
 -- On the separate autocommit connection, before any handler runs: one commit per batch.
-insert into inbox_claims (event_id, last_worker)
-select unnest(%(event_ids)s::bigint[]), %(worker)s
-on conflict (event_id) do update
-    set claims = inbox_claims.claims + 1,
+-- An ordered event's counter also takes its key's slot (the unique inbox_claims_key): the
+-- events whose key is taken by another event's counter are returned, and are released
+-- unrun. Counters are inserted in key order, so two batches that meet on keys wait on
+-- each other in the same order instead of deadlocking.
+with claimed as (
+    select *
+    from unnest(%(event_ids)s::bigint[], %(sources)s::text[], %(ordering_keys)s::text[])
+        as t(event_id, source, ordering_key)
+),
+again as (
+    update inbox_claims c
+    set claims = c.claims + 1,
         last_claimed_at = now(),
-        last_worker = excluded.last_worker
+        last_worker = %(worker)s
+    from claimed
+    where c.event_id = claimed.event_id
+    returning c.event_id
+),
+fresh as (
+    insert into inbox_claims (event_id, source, ordering_key, last_worker)
+    select event_id,
+           case when ordering_key is not null then source end,
+           ordering_key,
+           %(worker)s
+    from claimed
+    where not exists (select from inbox_claims c where c.event_id = claimed.event_id)
+    order by source, ordering_key, event_id
+    on conflict do nothing
+    returning event_id
+)
+select event_id
+from claimed
+where event_id not in (select event_id from again)
+  and event_id not in (select event_id from fresh)
 
 -- name: settle_batch
 -- Everything a batch decided, in one statement of the claim transaction: processed and
@@ -143,5 +207,19 @@ where event_id = any(%(event_ids)s::bigint[])
 -- name: count_due
 -- What processors.testing.run_pending waits for: nothing left that may run now. A claimed
 -- row stays until its batch commits, so zero also means every started batch has settled; a
--- failed attempt's retry lies in the future and no longer counts.
-select count(*) from inbox_work where state = 'pending' and run_at <= now()
+-- failed attempt's retry lies in the future and no longer counts, nor do the followers of
+-- an ordered key whose head waits for its retry or is held dead.
+select count(*)
+from inbox_work w
+where w.state = 'pending'
+  and w.run_at <= now()
+  and (
+      w.ordering_key is null
+      or not exists (
+          select from inbox_work h
+          where h.source = w.source
+            and h.ordering_key = w.ordering_key
+            and (h.state = 'pending' or h.on_dead = 'hold')
+            and (h.priority, h.order_at, h.event_id) < (w.priority, w.order_at, w.event_id)
+      )
+  )

@@ -223,3 +223,19 @@ def test_audit_pages(client: TestClient, seeded_db: Seeded) -> None:
     bad = client.get("/audit?cursor=nonsense")
     assert bad.status_code == 400
     assert "not a page cursor" in bad.text
+
+
+def test_overview_counts_held_ordered_keys(client: TestClient, seeded_db: Seeded) -> None:
+    import psycopg
+
+    from inbox import InboxWriter
+
+    sign_in(client, VIEWER)
+    assert 'id="held"' not in client.get("/").text
+    with InboxWriter(seeded_db.url, notify="off") as writer:
+        head = writer.write("ordered", "o-1", b"{}", ordering_key="cus_1").event_id
+        writer.write("ordered", "o-2", b"{}", ordering_key="cus_1")
+    with psycopg.connect(seeded_db.url) as conn:
+        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
+    held = client.get("/").text.split('id="held"', 1)[1].split("</p>", 1)[0]
+    assert "<strong>1</strong>" in held

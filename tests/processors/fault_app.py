@@ -64,3 +64,22 @@ def record_refund(event: Event, conn: psycopg.Connection[Any]) -> None:
     if SLEEP_SECONDS:
         conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
     _maybe_fail(event, event.json()["n"])
+
+
+@router.on("ordered")
+async def record_in_order(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+    """Records each event of a key with the last position of that key it saw committed: if
+    the key ran one event at a time in order, that is always its own position minus one."""
+    body = event.json()
+    key, seq = body["data"]["object"]["id"], body["seq"]
+    cursor = await conn.execute(
+        "select max(seq) from ordered_effects where ordering_key = %s", [key]
+    )
+    row = await cursor.fetchone()
+    await conn.execute(
+        "insert into ordered_effects (event_id, ordering_key, seq, prev_seen, pid)"
+        " values (%s, %s, %s, %s, %s)",
+        [event.id, key, seq, None if row is None else row[0], os.getpid()],
+    )
+    if SLEEP_SECONDS:
+        await conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from inbox import Settings, create_app, queries
+from inbox import InboxWriter, Settings, create_app, queries
 from processors import Event, Router
 from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings, write_events
@@ -99,3 +99,41 @@ def test_replays_and_dead_letter_retries_work_as_the_operator_role(
         pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         conn.execute("delete from inbox_work")
+
+
+def test_ordered_events_flow_through_each_role_and_skip_is_the_operators(
+    db_url: str, roles: Roles
+) -> None:
+    """The receiver stores an ordered event's key, the worker claims by it, the operator
+    skips a dead head (only through the audited function: it still cannot delete work)."""
+    with InboxWriter(roles.url("receiver")) as writer:
+        first = writer.write("o", "e1", b"{}", ordering_key="k").event_id
+        second = writer.write("o", "e2", b"{}", ordering_key="k").event_id
+    router = Router()
+    seen: list[int] = []
+
+    @router.on("o")
+    async def handle(event: Event, conn: Any) -> None:
+        if event.id == first:
+            raise ValueError("poison")
+        seen.append(event.id)
+
+    held = "select count(*) from inbox_work where state = 'dead'"
+    run_worker_until(
+        roles.url("worker"),
+        router,
+        lambda: scalar(db_url, held) == 1,
+        worker_settings=settings(max_attempts=1),
+    )
+    assert seen == []
+    skipped = queries.skip_dead(roles.url("operator"), ids=[first], reason="bad", actor="olga")
+    assert skipped.skipped == [first]
+    run_worker_until(
+        roles.url("worker"),
+        router,
+        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
+        worker_settings=settings(),
+    )
+    assert seen == [second]
+    runs = scalar(db_url, "select created_by || ' ' || kind from inbox_replays")
+    assert runs == "olga dead-skip"

@@ -1,0 +1,240 @@
+"""Ordered processing: an ordered source's backlog beside the same backlog unordered, in one
+run, on one server.
+
+    python -m benchmarks ordering                    # 3 runs per cell (~5 min on 2 cores)
+    python -m benchmarks ordering --runs 1 --backlog 5000 --hot-backlog 1000   # a smoke run
+
+A backlog of --backlog events is loaded set-based before any worker starts (as in
+``benchmarks.processing``: ~1 KB bodies, the writer's tables and columns), then
+--processes ``inbox worker --app benchmarks._apps:business --concurrency 2`` processes
+drain it. Three cells, interleaved in each run, a fresh database each:
+
+- **unordered**: the events have no ordering key (today's path);
+- **1,000 keys**: every event has one of 1,000 ordering keys, round robin, ordered by
+  arrival (each key's events are claimed one at a time, in order);
+- **10 hot keys**: --hot-backlog events over 10 keys: at most 10 events can run at once.
+
+The rate is timed as in ``benchmarks.processing`` (rows finished after the first poll that
+saw progress ÷ the time to the poll that saw none). For the hot keys, each key's own rate and
+its step latency: the time between one event of a key settling and the next one settling,
+from ``inbox_attempts.finished_at`` (the server's clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from benchmarks import _common as common
+from benchmarks._apps import BUSINESS_TABLE_DDL
+from benchmarks._systems import make_body, make_headers, stop
+
+LOAD = """
+with ev as (
+    insert into inbox_events
+        (source, idempotency_key, event_type, headers, body, body_sha256,
+         ordering_key, order_at, on_dead)
+    select 'bench', 'o-' || g, 'invoice.paid', %(headers)s::jsonb, b.body, sha256(b.body),
+           case when %(keys)s::int > 0 then 'key-' || (g %% %(keys)s::int) end,
+           case when %(keys)s::int > 0 then now() + g * interval '1 us' end,
+           case when %(keys)s::int > 0 then 'hold' end
+    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+    order by g
+    returning id, source, ordering_key, order_at, on_dead
+)
+insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
+select id, case when ordering_key is not null then source end, ordering_key, order_at, on_dead
+from ev
+"""
+
+# Per hot key: its events' settle times in order, as gaps (seconds) and its own rate.
+KEY_STEPS = """
+select ordering_key,
+       extract(epoch from a.finished_at - lag(a.finished_at) over w)::float8 as step,
+       extract(epoch from max(a.finished_at) over k - min(a.finished_at) over k)::float8 as span,
+       count(*) over k as n
+from inbox_attempts a
+join inbox_events e on e.id = a.event_id
+where a.outcome = 'processed'
+window w as (partition by e.ordering_key order by a.finished_at),
+       k as (partition by e.ordering_key)
+"""
+
+
+@dataclass
+class Cell:
+    label: str
+    keys: int
+    backlog: int
+    rates: list[float] = field(default_factory=list)
+    key_rates: list[float] = field(default_factory=list)
+    steps_ms: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _load(url: str, keys: int, n: int) -> None:
+    import json
+
+    key = "evt_0000000000000000000000"
+    with psycopg.connect(url) as conn:
+        conn.execute(BUSINESS_TABLE_DDL)
+        conn.execute(
+            LOAD,
+            {
+                "keys": keys,
+                "n": n,
+                "headers": json.dumps(make_headers(key)),
+                "body": make_body(key),
+            },
+        )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("vacuum analyze")
+
+
+def _spawn(cmd: list[str], url: str, log_path: Path) -> subprocess.Popen[bytes]:
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            cmd,
+            env=common.child_env(url),
+            cwd=common.REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _drain(url: str, logs: Path, n: int, processes: int, poll: float, tag: str) -> float:
+    """Events per second, or raises when the workers could not drain the backlog."""
+    cmd = [sys.executable, "-m", "inbox", "worker", "--app", "benchmarks._apps:business"]
+    cmd += ["--concurrency", "2"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        procs = [_spawn(cmd, url, logs / f"{tag}-{i}.log") for i in range(processes)]
+        try:
+            first_at: float | None = None
+            first_left = n
+            while True:
+                row = conn.execute("select count(*) from inbox_work").fetchone()
+                left, now = int(row[0]) if row else 0, time.monotonic()
+                if first_at is None and left < n:
+                    first_at, first_left = now, left
+                if left == 0:
+                    break
+                if any(p.poll() is not None for p in procs):
+                    raise RuntimeError(f"a worker exited; see {logs}")
+                time.sleep(poll)
+            done_at = time.monotonic()
+        finally:
+            stop(procs)
+    assert first_at is not None
+    return first_left / max(done_at - first_at, 1e-6)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def run(server: str, cells: list[Cell], runs: int, processes: int, poll: float, logs: Path) -> None:
+    from inbox._core import migrate
+
+    for rep in range(runs):
+        for cell in cells:
+            with common.fresh_database(server) as url:
+                migrate.upgrade(url)
+                _load(url, cell.keys, cell.backlog)
+                load1 = common.loadavg().split()[0]
+                rate = _drain(url, logs, cell.backlog, processes, poll, f"{cell.label}-{rep}")
+                cell.rates.append(rate)
+                with psycopg.connect(url) as conn:
+                    done = conn.execute("select count(*) from bench_business").fetchone()
+                    if done != (cell.backlog,):
+                        cell.notes.append(f"run {rep + 1}: {done} business rows")
+                    if cell.keys and cell.keys <= 10:
+                        for _, step, span, count in conn.execute(KEY_STEPS).fetchall():
+                            if step is not None:
+                                cell.steps_ms.append(step * 1000)
+                            if span:
+                                cell.key_rates.append((count - 1) / span)
+            print(
+                f"run {rep + 1}/{runs}  {cell.label:<12} {rate:>8,.0f}/s  (load1 {load1})",
+                flush=True,
+            )
+
+
+def render(cells: list[Cell], processes: int, runs: int) -> str:
+    base = common.median(cells[0].rates)
+    lines = [
+        "| source | keys | backlog | events/s (median) | range | ÷ unordered |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for cell in cells:
+        rate = common.median(cell.rates)
+        lines.append(
+            f"| {cell.label} | {cell.keys or '—'} | {cell.backlog:,} | {rate:,.0f}"
+            f" | {min(cell.rates):,.0f}-{max(cell.rates):,.0f} | {rate / base:.2f} |"
+        )
+    hot = [c for c in cells if c.steps_ms]
+    for cell in hot:
+        lines.append("")
+        lines.append(
+            f"{cell.label}: per key {common.median(cell.key_rates):,.0f} events/s (median over keys"
+            f" and runs); step latency (one event of a key settled → the next settled)"
+            f" p50 {_percentile(cell.steps_ms, 0.5):.1f} ms, p99"
+            f" {_percentile(cell.steps_ms, 0.99):.1f} ms."
+        )
+    lines.append("")
+    lines.append(
+        f"{runs} run(s) per cell, cells interleaved, a fresh database each; {processes}"
+        " worker process(es), --concurrency 2, one business INSERT per event."
+    )
+    for cell in cells:
+        lines += [f"- note ({cell.label}): {n}" for n in cell.notes]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks ordering")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--backlog", type=int, default=20_000)
+    parser.add_argument("--hot-backlog", type=int, default=4_000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--poll-ms", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    common.stop_cleanly_on_signals()
+    cells = [
+        Cell("unordered", 0, args.backlog),
+        Cell("1,000 keys", 1000, args.backlog),
+        Cell("10 hot keys", 10, args.hot_backlog),
+    ]
+    started = time.monotonic()
+    with common.postgres_server() as (server, where), tempfile.TemporaryDirectory() as tmp:
+        facts = common.server_facts(server)
+        before = common.loadavg()
+        run(server, cells, args.runs, args.processes, args.poll_ms / 1000, Path(tmp))
+    report = "\n".join(
+        [
+            "# Ordered processing",
+            "",
+            *common.run_facts(common.command_line("benchmarks.ordering", argv), facts, where),
+            f"- load average before {before}, after {common.loadavg()};"
+            f" {time.monotonic() - started:.0f} s",
+            "",
+            render(cells, args.processes, args.runs),
+            "",
+        ]
+    )
+    print(report)
+    common.write_report(common.OUT_DIR / "ordering.md", report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
