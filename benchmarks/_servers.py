@@ -78,10 +78,11 @@ class Served:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the server and every process under it, so far."""
-        return sum(cpu_seconds(pid) for pid in _tree(self.pid))
+        return sum(cpu_seconds(pid) for pid in process_tree(self.pid))
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it (from /proc)."""
     pids, i = [pid], 0
     while i < len(pids):
         with contextlib.suppress(OSError):
