@@ -16,29 +16,18 @@ means: the RSS after the last chunk is within --tolerance of the RSS after the f
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import psycopg
 
-from benchmarks._common import (
-    OUT_DIR,
-    command_line,
-    fresh_database,
-    loadavg,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
-)
+from benchmarks._common import OUT_DIR
 from benchmarks._http_load import drive_raw, signed_requests
+from benchmarks._report_frame import Report
 from benchmarks._servers import Served, inbox_serve, process_tree
-from benchmarks.receiver_load import _server
 from inbox._core import migrate as _migrate
+from inbox.testing import new_database
 
 
 def rss_mb(served: Served) -> float:
@@ -67,7 +56,7 @@ def measure(
 ) -> list[tuple[int, float, float, int]]:
     """Rows of (requests sent, RSS MiB, req/s of the chunk, non-2xx so far)."""
     rows: list[tuple[int, float, float, int]] = []
-    with fresh_database(server) as db_url:
+    with new_database(server) as db_url:
         _migrate.upgrade(db_url)
         with inbox_serve(db_url, logs, workers) as served:
             rows.append((0, rss_mb(served), 0.0, 0))
@@ -112,8 +101,7 @@ def render(rows: list[tuple[int, float, float, int]], tolerance: float, workers:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    report = Report("benchmarks.receiver_rss", "# pg-inbox receiver RSS", argv)
     p = argparse.ArgumentParser(prog="python -m benchmarks receiver_rss", description=__doc__)
     p.add_argument("--database-url", default=None, help="a maintenance database to use")
     p.add_argument("--requests", type=int, default=1_000_000)
@@ -122,31 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--tolerance", type=float, default=0.05)
     p.add_argument("--out", type=Path, default=OUT_DIR / "receiver_rss.md")
-    args = p.parse_args(argv)
-    load_before, started = loadavg(), time.monotonic()
-    with (
-        _server(args.database_url) as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-rss-") as logs,
-    ):
-        facts = server_facts(server)
+    args = p.parse_args(report.argv)
+    with report.server(args.database_url) as (server, logs):
         rows = measure(
             server,
             requests=args.requests,
             chunk=args.chunk,
             concurrency=args.concurrency,
             workers=args.workers,
-            logs=Path(logs),
+            logs=logs,
         )
-    header = [
-        "# pg-inbox receiver RSS",
-        "",
-        *run_facts(command_line("benchmarks.receiver_rss", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
-        f" {time.monotonic() - started:.0f} s",
-    ]
-    text = "\n".join([*header, "", *render(rows, args.tolerance, args.workers)]) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [render(rows, args.tolerance, args.workers)])
     return 0
 
 
