@@ -92,12 +92,23 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
     assert pids == 3
 
 
-@pytest.mark.parametrize("savepoints", ["batch", "event"])
+@pytest.mark.parametrize(
+    ("savepoints", "handlers"),
+    [("batch", "mixed"), ("event", "mixed"), ("batch", "pipelined")],
+)
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
-    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess], savepoints: str
+    db_url: str,
+    worker_url: str,
+    tmp_path: Path,
+    workers: list[WorkerProcess],
+    savepoints: str,
+    handlers: str,
 ) -> None:
     create_business_table(db_url)
-    write_orders(db_url, 2000, refunds_too=True)
+    # "mixed": async and sync handlers alternate (the batch's pipeline closes before each
+    # sync one); "pipelined": async handlers only, each reading its write back, so a whole
+    # batch shares one pipeline that syncs mid-batch, and the kills land inside it.
+    write_orders(db_url, 2000, refunds_too=handlers == "mixed")
     # Some handlers fail their first attempt after writing, so the kills also land on
     # batches being undone and re-run (savepoints = "batch") or rolled back per event.
     slow = {
@@ -107,6 +118,8 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         "INBOX_WORKER__BACKOFF_BASE_SECONDS": "0.05",
         "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
     }
+    if handlers == "pipelined":
+        slow["FAULT_READ_BACK"] = "1"
     workers.extend(WorkerProcess(worker_url, tmp_path, n, **slow) for n in range(3))
     rng = random.Random(7)
     kills = 0
