@@ -10,6 +10,7 @@ BENCHMARKS = {
     "all": "run_all",
     "ingest": "ingest",
     "receiver_load": "receiver_load",
+    "receiver_rss": "receiver_rss",
     "processing": "processing",
     "storm": "storm",
     "console": "console",

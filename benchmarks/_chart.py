@@ -73,18 +73,29 @@ def _http(ax: Any, r: AllResults) -> None:
         return
     groups: list[str] = []
     serve: list[float | None] = []
+    peer: list[float | None] = []
     noop: list[float | None] = []
     for c in sorted({c.concurrency for c in res.cells} if res else set()):
         groups.append(f"{c} connections")
         by_target = {x.target: x.rps for x in res.cells if x.concurrency == c} if res else {}
         serve.append(by_target.get(receiver_load.INBOX_TARGET))
+        peer.append(by_target.get(receiver_load.PEER_TARGET))
         noop.append(by_target.get(receiver_load.NOOP_TARGET))
     if r.storm is not None and r.storm.runs:
         once = "exactly once" if r.storm.exactly_once else "NOT exactly once"
         groups.append(f"storm, {r.storm.concurrency} conn.\n({once})")
         serve.append(r.storm.rps)
+        peer.append(None)
         noop.append(None)
-    _bars(ax, groups, [("inbox serve", serve), ("no-op endpoint (driver's ceiling)", noop)])
+    _bars(
+        ax,
+        groups,
+        [
+            ("inbox serve", serve),
+            ("hand-written receiver", peer),
+            ("no-op endpoint (driver's ceiling)", noop),
+        ],
+    )
     ax.set_title("(b) HTTP ingest: signed requests/s", fontsize=10)
     ax.set_ylabel("requests/s (median)")
     ax.legend(fontsize=7, loc="upper right")

@@ -78,16 +78,26 @@ def _ingest_rows(r: AllResults) -> list[tuple[str, str, str]]:
 def _http_rows(r: AllResults) -> list[tuple[str, str, str]]:
     if r.http is None:
         return []
-    noop = {c.concurrency: c.rps for c in r.http.cells if c.target == receiver_load.NOOP_TARGET}
-    return [
-        (
-            "ingest, HTTP",
-            f"`inbox serve`, {c.concurrency} connections",
-            f"{c.rps:,.0f} req/s (driver's ceiling {noop.get(c.concurrency, 0):,.0f})",
+    rows = []
+    for c in r.http.cells:
+        if c.target != receiver_load.INBOX_TARGET:
+            continue
+        peer = r.http.cell(receiver_load.PEER_TARGET, c.concurrency)
+        ratio = r.http.vs_peer(c.concurrency)
+        against = (
+            f"{_ratio(ratio)} ({c.rps:,.0f} vs {peer.rps:,.0f} req/s;"
+            f" p99 {c.p99:.0f} vs {peer.p99:.0f} ms)"
+            if peer is not None and ratio is not None
+            else f"{c.rps:,.0f} req/s"
         )
-        for c in r.http.cells
-        if c.target == receiver_load.INBOX_TARGET
-    ]
+        rows.append(
+            (
+                "ingest, HTTP",
+                f"`inbox serve` ÷ hand-written receiver, {c.concurrency} connections",
+                against,
+            )
+        )
+    return rows
 
 
 def _throughput_rows(r: AllResults) -> list[tuple[str, str, str]]:

@@ -1,5 +1,6 @@
 """The HTTP servers the receiver benchmarks drive: ``inbox serve`` with one Standard Webhooks
-source, and a no-op endpoint on the same uvicorn (the load driver's own ceiling).
+source, the hand-written receiver (``benchmarks._handwritten``) with the same secret, and a
+no-op endpoint on the same uvicorn (the load driver's own ceiling).
 
 Each runs in a process of its own, as in production (the driver must not share its event
 loop or its core with the server it measures):
@@ -11,21 +12,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 
 from benchmarks._common import REPO, child_env
 from benchmarks._http_load import SECRET, SOURCE
+from inbox._core.settings import DatabaseSettings
 
 STOP_SECONDS = 30.0
+HANDWRITTEN_APP = "hand-written receiver"
 TOLERANCE_SECONDS = 3600
 
 
@@ -62,8 +68,41 @@ def serve_config(db_url: str, port: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Served:
+    """A server the benchmark started: where to post, and its process (for its CPU time)."""
+
+    url: str
+    pid: int
+    application_name: str  # what its database connections call themselves
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server and every process under it, so far."""
+        return sum(cpu_seconds(pid) for pid in process_tree(self.pid))
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it (from /proc)."""
+    pids, i = [pid], 0
+    while i < len(pids):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pids[i]}/task").iterdir():
+                pids += [int(c) for c in (task / "children").read_text().split()]
+        i += 1
+    return pids
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0  # gone (or no /proc): counts nothing
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def _running(cmd: list[str], log: Path, health: str) -> Iterator[None]:
+def _running(cmd: list[str], log: Path, health: str) -> Iterator[int]:
     with log.open("ab") as out:
         proc = subprocess.Popen(
             cmd,
@@ -75,7 +114,7 @@ def _running(cmd: list[str], log: Path, health: str) -> Iterator[None]:
         )
     try:
         wait_healthy(health, proc)
-        yield
+        yield proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -86,24 +125,38 @@ def _running(cmd: list[str], log: Path, health: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def inbox_serve(db_url: str, logs: Path) -> Iterator[str]:
-    """Run `inbox serve` on ``db_url``; yield the source's webhook URL."""
+def inbox_serve(db_url: str, logs: Path, workers: int = 1) -> Iterator[Served]:
+    """Run `inbox serve` on ``db_url`` (``--workers`` processes); yield its webhook URL."""
     port = free_port()
     config = logs / f"serve-{port}.toml"
     config.write_text(serve_config(db_url, port), encoding="utf-8")
     cmd = [sys.executable, "-m", "inbox", "--config", str(config), "serve"]
-    with _running(cmd, logs / f"serve-{port}.log", f"http://127.0.0.1:{port}/healthz"):
-        yield f"http://127.0.0.1:{port}/webhooks/{SOURCE}"
+    if workers != 1:
+        cmd += ["--workers", str(workers)]
+    with _running(cmd, logs / f"serve-{port}.log", f"http://127.0.0.1:{port}/healthz") as pid:
+        yield Served(f"http://127.0.0.1:{port}/webhooks/{SOURCE}", pid, "pg-inbox receiver")
 
 
 @contextlib.contextmanager
-def noop_endpoint(logs: Path) -> Iterator[str]:
+def handwritten(db_url: str, logs: Path) -> Iterator[Served]:
+    """Run the hand-written receiver on ``db_url`` with `inbox serve`'s pool size; yield its
+    webhook URL."""
+    port = free_port()
+    pool = str(DatabaseSettings().pool_max_size)
+    dsn = psycopg.conninfo.make_conninfo(db_url, application_name=HANDWRITTEN_APP)
+    cmd = [sys.executable, "-m", "benchmarks._handwritten", str(port), dsn, SECRET, pool]
+    with _running(cmd, logs / f"handwritten-{port}.log", f"http://127.0.0.1:{port}/healthz") as pid:
+        yield Served(f"http://127.0.0.1:{port}/webhooks/{SOURCE}", pid, HANDWRITTEN_APP)
+
+
+@contextlib.contextmanager
+def noop_endpoint(logs: Path) -> Iterator[Served]:
     """Run the no-op endpoint; yield its URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "benchmarks._servers", "noop", str(port)]
     url = f"http://127.0.0.1:{port}/"
-    with _running(cmd, logs / f"noop-{port}.log", url):
-        yield url
+    with _running(cmd, logs / f"noop-{port}.log", url) as pid:
+        yield Served(url, pid, "")
 
 
 def run_noop(port: int) -> None:

@@ -4,13 +4,18 @@
     python -m benchmarks receiver_load --quick            # a smoke run
     python -m benchmarks receiver_load --database-url postgresql://postgres@127.0.0.1/postgres
 
-Starts `inbox serve` on a fresh, migrated database, pre-signs N Standard Webhooks requests
-(unique ids, so every one is a new event: one INSERT + commit each), and posts them from C
-concurrent keep-alive connections (a minimal HTTP/1.1 client on raw sockets; ``--driver
-httpx`` for httpx, which is itself the bottleneck on a small machine). The same driver is
-then pointed at a no-op ASGI endpoint on the same uvicorn, to show how much of the ceiling is
-the driver. Each cell is the median of --runs runs, after 200 unmeasured warm-up requests.
-Bounded: --requests per run, loopback only.
+Starts `inbox serve` on a fresh, migrated database, and beside it the hand-written receiver
+a team would write instead (``benchmarks/_handwritten.py``: Starlette on the same uvicorn,
+the standardwebhooks SDK, a psycopg pool, one INSERT ... ON CONFLICT DO NOTHING RETURNING
+committed before the 200) and a no-op ASGI endpoint on the same uvicorn (the driver's own
+ceiling). It pre-signs N Standard Webhooks requests per run (unique ids, so every one is a
+new event) and posts them from C concurrent keep-alive connections (a minimal HTTP/1.1
+client on raw sockets; ``--driver httpx`` for httpx, which is itself the bottleneck on a
+small machine). Each cell is the median of --runs runs, after 200 unmeasured warm-up
+requests; the targets' runs are interleaved (every round runs each target once), so a noisy
+neighbour's minute spreads over all of them. Each run also records the CPU time per request
+of the server's processes, of the PostgreSQL backends of its connections and of the driver,
+and how busy the machine's CPUs were. Bounded: --requests per run, loopback only.
 
 The server is --database-url (a maintenance database; the benchmark creates and drops its
 own), else ``INBOX_BENCH_DATABASE_URL``, else an embedded PostgreSQL in a temporary folder.
@@ -20,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -31,22 +38,40 @@ import psycopg
 from benchmarks._common import (
     OUT_DIR,
 )
-from benchmarks._http_load import Run, drive, drive_raw, signed_requests
+from benchmarks._http_load import Request, Run, drive, drive_raw, signed_requests
 from benchmarks._report_frame import Report, command_parser
-from benchmarks._servers import inbox_serve, noop_endpoint
+from benchmarks._servers import Served, cpu_seconds, handwritten, inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
 from inbox.testing import new_database
 
+Post = Callable[[str, Sequence[Request], int], Awaitable[Run]]
+
 WARMUP_REQUESTS = 200
 INBOX_TARGET = "inbox serve"
+PEER_TARGET = "hand-written"
 NOOP_TARGET = "no-op endpoint"
 
 
 @dataclass
+class Measured:
+    """One run against one target: the driver's view, and the CPU time both sides spent."""
+
+    run: Run
+    server_cpu: float  # seconds, the server's processes
+    driver_cpu: float  # seconds, this process (the load driver)
+    database_cpu: float  # seconds, the PostgreSQL backends of the server's connections
+    busy: float  # the machine's CPUs busy over the run, 0..1 (every process, any helper's)
+
+
+@dataclass
 class HttpCell:
-    target: str  # INBOX_TARGET | NOOP_TARGET
+    target: str  # INBOX_TARGET | PEER_TARGET | NOOP_TARGET
     concurrency: int
-    runs: list[Run]
+    measured: list[Measured]
+
+    @property
+    def runs(self) -> list[Run]:
+        return [m.run for m in self.measured]
 
     @property
     def rps(self) -> float:
@@ -64,6 +89,25 @@ class HttpCell:
         return self._median_run().percentile(0.99)
 
     @property
+    def server_us(self) -> float:
+        """The server's CPU microseconds per request (median over the runs)."""
+        return statistics.median(m.server_cpu / m.run.requests * 1e6 for m in self.measured)
+
+    @property
+    def driver_us(self) -> float:
+        """The load driver's CPU microseconds per request (median over the runs)."""
+        return statistics.median(m.driver_cpu / m.run.requests * 1e6 for m in self.measured)
+
+    @property
+    def database_us(self) -> float:
+        """CPU microseconds per request of the server's PostgreSQL backends (median)."""
+        return statistics.median(m.database_cpu / m.run.requests * 1e6 for m in self.measured)
+
+    @property
+    def busy(self) -> float:
+        return statistics.median(m.busy for m in self.measured)
+
+    @property
     def failures(self) -> int:
         return sum(r.failures for r in self.runs)
 
@@ -75,6 +119,67 @@ class HttpResult:
     runs: int
     driver: str
     stored: int  # events in the database after every run: one per accepted request
+    peer_stored: int  # rows the hand-written receiver stored
+    workers: int = 1
+
+    def cell(self, target: str, concurrency: int) -> HttpCell | None:
+        found = [c for c in self.cells if c.target == target and c.concurrency == concurrency]
+        return found[0] if found else None
+
+    def vs_peer(self, concurrency: int) -> float | None:
+        """`inbox serve`'s median req/s over the hand-written receiver's, at ``concurrency``."""
+        ours, peer = self.cell(INBOX_TARGET, concurrency), self.cell(PEER_TARGET, concurrency)
+        return ours.rps / peer.rps if ours and peer and peer.rps else None
+
+    def expected(self, target: str) -> int:
+        cells = [c for c in self.cells if c.target == target]
+        return sum(r.requests for c in cells for r in c.runs) + WARMUP_REQUESTS * len(cells)
+
+
+def _cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of every CPU since boot, from /proc/stat."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+class _Backends:
+    """The CPU time of the PostgreSQL backends serving one receiver's connections, found by
+    the application_name they report (the servers run on this machine: /proc is theirs)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], application_name: str) -> None:
+        self._conn, self._name = conn, application_name
+
+    def cpu(self) -> dict[int, float]:
+        if not self._name:
+            return {}
+        rows = self._conn.execute(
+            "select pid from pg_stat_activity"
+            " where datname = current_database() and application_name = %s",
+            (self._name,),
+        ).fetchall()
+        return {pid: cpu_seconds(pid) for (pid,) in rows}
+
+
+def _measure_one(
+    post: Post, served: Served, backends: _Backends, requests: int, concurrency: int
+) -> Measured:
+    signed = signed_requests(requests)  # before the clocks start
+    db_before = backends.cpu()
+    machine_before = _machine_ticks()
+    server_before, driver_before = served.cpu_seconds(), _cpu_self()
+    run = anyio.run(post, served.url, signed, concurrency)
+    server, driver = served.cpu_seconds() - server_before, _cpu_self() - driver_before
+    (busy_after, total_after), (busy_before, total_before) = _machine_ticks(), machine_before
+    busy, total = busy_after - busy_before, total_after - total_before
+    db_after = backends.cpu()
+    database = sum(cpu - db_before.get(pid, 0.0) for pid, cpu in db_after.items())
+    return Measured(run, server, driver, database, busy / total if total else 0.0)
 
 
 def measure(
@@ -85,55 +190,94 @@ def measure(
     concurrency: Sequence[int],
     driver: str = "raw",
     logs: Path,
+    workers: int = 1,
 ) -> HttpResult:
-    """Every cell on ``server``: `inbox serve` and the no-op endpoint at each concurrency."""
-    post = drive_raw if driver == "raw" else drive
+    """Every cell on ``server``: `inbox serve`, the hand-written receiver and the no-op
+    endpoint at each concurrency, their runs interleaved (round r runs every target once,
+    in an order that rotates), so a noisy neighbour's minute spreads over all of them."""
+    post: Post = drive_raw if driver == "raw" else drive
     cells: list[HttpCell] = []
     with new_database(server) as db_url:
         _migrate.upgrade(db_url)
-        with inbox_serve(db_url, logs) as inbox_url, noop_endpoint(logs) as noop_url:
-            targets = {INBOX_TARGET: inbox_url, NOOP_TARGET: noop_url}
+        with (
+            inbox_serve(db_url, logs, workers) as ours,
+            handwritten(db_url, logs) as peer,
+            noop_endpoint(logs) as noop,
+        ):
+            targets = {INBOX_TARGET: ours, PEER_TARGET: peer, NOOP_TARGET: noop}
+            watch = psycopg.connect(db_url, autocommit=True)
+            backends = {label: _Backends(watch, s.application_name) for label, s in targets.items()}
             for c in concurrency:
-                for label, url in targets.items():
-                    anyio.run(post, url, signed_requests(WARMUP_REQUESTS), c)
-                    cell = HttpCell(label, c, [])
-                    for _ in range(runs):
-                        cell.runs.append(anyio.run(post, url, signed_requests(requests), c))
+                row = {label: HttpCell(label, c, []) for label in targets}
+                for served in targets.values():
+                    anyio.run(post, served.url, signed_requests(WARMUP_REQUESTS), c)
+                labels = list(targets)
+                for round_no in range(runs):
+                    shift = round_no % len(labels)
+                    for label in labels[shift:] + labels[:shift]:
+                        row[label].measured.append(
+                            _measure_one(post, targets[label], backends[label], requests, c)
+                        )
+                for cell in row.values():
                     print(
-                        f"http {label:<15} {c:>3} connections: {cell.rps:>7,.0f} req/s,"
+                        f"http {cell.target:<15} {c:>3} connections: {cell.rps:>7,.0f} req/s,"
                         f" p50 {cell.p50:.1f} ms, p99 {cell.p99:.1f} ms,"
-                        f" non-2xx {cell.failures}",
+                        f" CPU us/req: server {cell.server_us:,.0f},"
+                        f" database {cell.database_us:,.0f}, driver {cell.driver_us:,.0f};"
+                        f" machine busy {cell.busy:.0%}; non-2xx {cell.failures}",
                         flush=True,
                     )
-                    cells.append(cell)
+                cells += row.values()
+            watch.close()
         with psycopg.connect(db_url) as conn:
-            row = conn.execute("select count(*) from inbox_events").fetchone()
-    return HttpResult(cells, requests, runs, driver, int(row[0]) if row else 0)
+            stored = conn.execute("select count(*) from inbox_events").fetchone()
+            peer_stored = conn.execute("select count(*) from handwritten_events").fetchone()
+    return HttpResult(
+        cells,
+        requests,
+        runs,
+        driver,
+        int(stored[0]) if stored else 0,
+        int(peer_stored[0]) if peer_stored else 0,
+        workers,
+    )
 
 
 def render(result: HttpResult) -> list[str]:
     lines = [
-        "## Ingest through HTTP: `inbox serve`, signed Standard Webhooks requests",
+        "## Ingest through HTTP: `inbox serve` beside a hand-written receiver, signed Standard"
+        " Webhooks requests",
         "",
-        "| connections | target | req/s (median) | range | p50 ms | p99 ms | non-2xx |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| connections | target | req/s (median) | range | vs hand-written | p50 ms | p99 ms"
+        " | CPU µs/req: server | database | driver | machine busy | non-2xx |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in result.cells:
         rates = [r.rps for r in c.runs]
+        peer = result.cell(PEER_TARGET, c.concurrency)
+        ratio = f"{c.rps / peer.rps:.2f}x" if peer and peer.rps and c.target != NOOP_TARGET else "—"
+        target = c.target
+        if target == INBOX_TARGET and result.workers != 1:
+            target += f" --workers {result.workers}"
         lines.append(
-            f"| {c.concurrency} | {c.target} | {c.rps:,.0f} | {min(rates):,.0f}-{max(rates):,.0f}"
-            f" | {c.p50:.1f} | {c.p99:.1f} | {c.failures} |"
+            f"| {c.concurrency} | {target} | {c.rps:,.0f} | {min(rates):,.0f}-{max(rates):,.0f}"
+            f" | {ratio} | {c.p50:.1f} | {c.p99:.1f} | {c.server_us:,.0f}"
+            f" | {c.database_us:,.0f} | {c.driver_us:,.0f} | {c.busy:.0%} | {c.failures} |"
         )
-    expected = sum(r.requests for c in result.cells if c.target == INBOX_TARGET for r in c.runs)
-    expected += WARMUP_REQUESTS * sum(1 for c in result.cells if c.target == INBOX_TARGET)
     lines += [
         "",
         f"{result.requests:,} requests per run, each a new event (a unique webhook-id),"
-        f" {result.runs} run(s) per cell after {WARMUP_REQUESTS} warm-up requests; latency"
-        f" percentiles of the median run. Driver: {result.driver} ({os.cpu_count()} CPUs shared"
-        " by the driver, the server and PostgreSQL); the no-op endpoint on the same uvicorn"
-        f" is the driver's own ceiling. Events stored by `inbox serve`: {result.stored:,}"
-        f" (expected {expected:,}).",
+        f" {result.runs} run(s) per cell after {WARMUP_REQUESTS} warm-up requests, the targets'"
+        " runs interleaved; latency percentiles of the median run. Driver:"
+        f" {result.driver} ({os.cpu_count()} CPUs shared by the driver, the servers and"
+        " PostgreSQL; 'server CPU' counts the receiver's processes, not PostgreSQL's). The"
+        " hand-written receiver (benchmarks/_handwritten.py): Starlette on the same uvicorn"
+        " (httptools, uvloop), the standardwebhooks SDK's verify, a psycopg pool of"
+        " `inbox serve`'s size, one INSERT ... ON CONFLICT DO NOTHING RETURNING committed before"
+        " its 200; it queues no work row. The no-op endpoint on the same uvicorn is the"
+        f" driver's own ceiling. Events stored by `inbox serve`: {result.stored:,} (expected"
+        f" {result.expected(INBOX_TARGET):,}); by the hand-written receiver:"
+        f" {result.peer_stored:,} (expected {result.expected(PEER_TARGET):,}).",
     ]
     return lines
 
@@ -146,6 +290,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     p.add_argument("--driver", choices=["raw", "httpx"], default="raw", help="the load client")
+    p.add_argument("--workers", type=int, default=1, help="`inbox serve --workers N` (default: 1)")
     p.add_argument("--out", type=Path, default=OUT_DIR / "receiver_load.md")
     args = p.parse_args(argv)
     if args.quick:
@@ -164,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             concurrency=args.concurrency,
             driver=args.driver,
             logs=logs,
+            workers=args.workers,
         )
     report.finish(args.out, [render(result)])
     return 0

@@ -161,7 +161,7 @@ def run_once(
     system = System("inbox-business")
     note = ""
     with (
-        inbox_serve(db_url, logs) as url,
+        inbox_serve(db_url, logs) as served,
         psycopg.connect(db_url, autocommit=True) as conn,
     ):
         worker = spawn(env, worker_command(env, system, db_url), db_url, "storm-worker")
@@ -172,7 +172,7 @@ def run_once(
                     raise RuntimeError(f"the storm's worker never listened (see {logs})")
                 time.sleep(POLL_SECONDS)
             started = time.perf_counter()
-            sent = anyio.run(drive_raw, url, requests, concurrency)
+            sent = anyio.run(drive_raw, served.url, requests, concurrency)
             deadline = time.monotonic() + timeout
             while left := _scalar(conn, WORK_LEFT):
                 if worker.poll() is not None:

@@ -101,13 +101,13 @@ def test_every_named_query_prepares_against_the_head_schema(
 
 
 def _positional(query: str) -> str:
-    """Turn %(name)s placeholders into $n, the server's own form."""
+    """Turn %(name)s placeholders (or %(name)b, binary) into $n, the server's own form."""
     names: dict[str, int] = {}
 
     def number(match: re.Match[str]) -> str:
         return f"${names.setdefault(match.group(1), len(names) + 1)}"
 
-    return re.sub(r"%\((\w+)\)s", number, query)
+    return re.sub(r"%\((\w+)\)[sbt]", number, query)
 
 
 def test_0007_steps_down_with_ordered_events_and_skips_recorded(empty_db_url: str) -> None:

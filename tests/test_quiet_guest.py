@@ -11,7 +11,7 @@ HOST = textwrap.dedent(
     """
     import logging, sys
     if sys.argv[1] == "logging":
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
     from starlette.testclient import TestClient
     from inbox import InboxWriter, Settings, create_app
 

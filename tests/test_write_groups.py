@@ -197,11 +197,9 @@ def test_a_group_whose_commit_outcome_is_unknown_fails_every_write(
         async with AsyncInboxWriter(
             proxy.conninfo(), min_size=2, max_size=2, timeout_seconds=5
         ) as writer:
-            first = asyncio.create_task(writer.write("shop", "alone", b"x"))
+            # Made in one pass of the event loop, the writes form one group.
             group = [writer.write("shop", f"k{n}", b"x") for n in range(8)]
-            outcomes = await asyncio.gather(*group, return_exceptions=True)
-            await first
-            return outcomes
+            return await asyncio.gather(*group, return_exceptions=True)
 
     try:
         outcomes = asyncio.run(run())
@@ -210,6 +208,21 @@ def test_a_group_whose_commit_outcome_is_unknown_fails_every_write(
     assert cutter.cut.is_set()
     for outcome in outcomes:
         assert isinstance(outcome, DatabaseUnavailableError), outcome
+    # The server may still be running the statement the writer gave up on: wait until every
+    # other session on this database is idle (its backend has committed or aborted).
+    wait_for(
+        lambda: (
+            _one(
+                db_url,
+                "select count(*) from pg_stat_activity"
+                " where datname = current_database() and pid <> pg_backend_pid()"
+                " and state <> 'idle'",
+            )
+            == 0
+        ),
+        timeout=30,
+        what="the cut connection's backend to finish",
+    )
     # All or nothing, as the server decided; a provider's retry learns which.
     stored = _one(db_url, "select count(*) from inbox_events where idempotency_key like 'k%'")
     assert stored == (8 if commit_reaches_server else 0)

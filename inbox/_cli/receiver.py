@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import signal
+import socket
 import sys
 import threading
 import time
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from inbox._cli.common import http_url, port, positive_seconds
+from inbox._cli.common import http_url, port, positive_int, positive_seconds
 from inbox._cli.devenv import with_dev_secrets
 from inbox._cli.logs import say
+from inbox._cli.processes import serve_in_processes
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
@@ -55,13 +57,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             host=host,
             port=port,
             sources=[s.name for s in settings.sources],
+            workers=args.workers,
         )
-        run_receiver(app, host, port)
-    return 0
+        return run_receiver(app, host, port, args.workers)
 
 
-def run_receiver(app: Any, host: str, port: int) -> None:
-    """Serve ``app`` on uvicorn until SIGINT/SIGTERM; return once it has stopped cleanly."""
+def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:
+    """Serve ``app`` on uvicorn until SIGINT/SIGTERM, in ``workers`` processes; return the
+    exit status once it has stopped cleanly."""
     uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
     config = uvicorn.Config(
         app,
@@ -78,9 +81,17 @@ def run_receiver(app: Any, host: str, port: int) -> None:
     # The writer reports an unreachable database itself, once per interval and with the
     # fix; the pool's own warning for every reconnection attempt would bury it.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    if workers > 1:
+        return serve_in_processes(_serve_on, config, workers)
+    _serve_on(config)
+    return 0
+
+
+def _serve_on(config: uvicorn.Config, sockets: list[socket.socket] | None = None) -> None:
+    uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
     server = uvicorn.Server(config)
     with _stop_signals_handled_by(server):
-        server.run()
+        server.run(sockets=sockets)
 
 
 @contextlib.contextmanager
@@ -160,10 +171,27 @@ def _reply_status(response: httpx.Response) -> str | None:
     return status if isinstance(status, str) else None
 
 
+MAX_WORKERS = 64
+
+
+def _workers(text: str) -> int:
+    """An argparse type: a number of receiver processes, 1 to MAX_WORKERS."""
+    value = positive_int(text)
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_WORKERS} processes, got {value}")
+    return value
+
+
 def register(commands: Any) -> None:
     serve = commands.add_parser("serve", help="run the HTTP receiver (POST /webhooks/{source})")
     serve.add_argument("--host", help="interface to listen on (default: [receiver] host)")
     serve.add_argument("--port", type=port, help="port to listen on (default: [receiver] port)")
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="receiver processes sharing the port (default: 1); each has its own pool",
+    )
     serve.set_defaults(handler=_serve)
 
     send = commands.add_parser(

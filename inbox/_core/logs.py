@@ -50,6 +50,15 @@ class GuestLogger:
         import structlog
 
         if structlog.is_configured():
+            processors = structlog.get_config()["processors"]
+            if (
+                processors
+                and processors[0] is structlog.stdlib.filter_by_level
+                and not self._stdlib.isEnabledFor(level)
+            ):
+                # What that first processor would decide, before building the event: a
+                # dropped debug event on the receiver's hot path cost ~5 us otherwise.
+                return
             bound = structlog.get_logger(self._name).bind(**self._context)
         else:
             logger = self._stdlib
