@@ -31,6 +31,8 @@ AsyncConn = psycopg.AsyncConnection[Any]
 class ClaimedEvent:
     claimed: Claimed
     event: Event
+    # The receipt's W3C trace context (null when it was not traced): the handler span's link.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         received_at,
         headers,
         body,
+        traceparent,
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
     # The row comes from our own schema: no need to validate what the database typed.
@@ -80,7 +83,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         is_replay=replay_id is not None,
         replay_id=replay_id,
     )
-    return ClaimedEvent(claimed=claimed, event=event)
+    return ClaimedEvent(claimed=claimed, event=event, traceparent=traceparent)
 
 
 class WorkStore:

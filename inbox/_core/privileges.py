@@ -61,12 +61,13 @@ NEEDS: dict[str, list[Need]] = {
         *_columns(
             "inbox_events",
             "INSERT",
-            "source idempotency_key event_type verifier headers body body_sha256",
+            "source idempotency_key event_type verifier headers body body_sha256 traceparent",
         ),
         *_columns("inbox_work", "INSERT", "event_id"),
         *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
     ],
     "worker": [
+        # The whole row of an event, its traceparent included (a handler span's link).
         *_tables("SELECT", "inbox_events", "alembic_version"),
         *_tables("SELECT INSERT", "inbox_attempts"),
         *_tables("SELECT UPDATE DELETE", "inbox_work"),

@@ -19,6 +19,7 @@ import anyio
 from inbox._core.errors import DatabaseUnavailableError, InvalidWriteError, MigrationError
 from inbox._core.settings import Settings
 from inbox._receiving.receiver import BodyCollector, PendingWrite, Receiver, ReceiverResponse
+from inbox._receiving.tracing import traced_receipt, traced_receipt_async
 from inbox._writing.writer import InboxWriter
 from inbox._writing.writer_async import AsyncInboxWriter
 
@@ -50,6 +51,7 @@ def receiver_writer_kwargs(settings: Settings) -> dict[str, Any]:
     }
 
 
+@traced_receipt
 def receive(
     receiver: Receiver,
     writer: InboxWriter,
@@ -81,6 +83,7 @@ def receive(
     return receiver.written(pending, result, time.perf_counter() - started)
 
 
+@traced_receipt_async
 async def receive_async(
     receiver: Receiver,
     writer: AsyncInboxWriter,

@@ -19,6 +19,7 @@ import psycopg
 
 from inbox._core.errors import InboxError
 from inbox._core.logs import get_logger
+from inbox._core.tracing import current_traceparent
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
     NotifyCoalescer,
@@ -144,6 +145,8 @@ class WriterBase(ABC, Generic[PoolT]):
             verifier=verifier,
             notify_in_transaction=self._notify == "in_transaction"
             or (in_callers_txn and self._notify != "off"),
+            # The span the write runs in (the receipt's, or the host's): handlers link to it.
+            traceparent=current_traceparent(),
         )
         return PlannedWrite(params, in_callers_txn)
 

@@ -104,10 +104,12 @@ def prepare_write(
     event_type: object,
     verifier: object,
     notify_in_transaction: bool,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """Validate a write and return the parameters of ``insert_event``.
 
-    Every check runs before any SQL, so a refused write touches nothing.
+    Every check runs before any SQL, so a refused write touches nothing. ``traceparent``
+    is the current span's context (``inbox._core.tracing``), stored for the handlers' links.
     """
     checked_source = _check_text("source", source, MAX_SOURCE_LENGTH, source, key)
     checked_key = _check_text("key", key, MAX_KEY_LENGTH, source, key)
@@ -133,6 +135,7 @@ def prepare_write(
         "headers": Jsonb(_check_headers(headers, checked_source, checked_key)),
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
+        "traceparent": traceparent,
         "notify": notify_in_transaction,
     }
 
@@ -147,6 +150,7 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "headers": [w["headers"] for w in writes],
         "bodies": [w["body"] for w in writes],
         "body_sha256s": [w["body_sha256"] for w in writes],
+        "traceparents": [w["traceparent"] for w in writes],
     }
 
 

@@ -6,15 +6,18 @@
 -- delivery here too. A key committed by a concurrent writer while this statement waited on
 -- it is invisible to this statement's snapshot: it returns no row and the caller runs
 -- record_duplicate, which takes a new snapshot.
+-- %(traceparent)s is the trace context of the span that wrote it (null: none), what the
+-- handler spans link to.
 -- With %(notify)s true, a new event also sends the wake-up NOTIFY inside this transaction.
 -- PostgreSQL takes a database-wide lock to queue notifications at commit, which serialises
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
 -- commit the writer cannot observe); standalone writes notify after commit, coalesced.
 with inserted as (
     insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256, traceparent)
     values
-        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s)
+        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s,
+         %(traceparent)s)
     on conflict (source, idempotency_key) do nothing
     returning id
 ),
@@ -64,15 +67,17 @@ input as (
         %(verifiers)s::text[],
         %(headers)s::jsonb[],
         %(bodies)s::bytea[],
-        %(body_sha256s)s::bytea[]
+        %(body_sha256s)s::bytea[],
+        %(traceparents)s::text[]
     ) with ordinality
-        as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256, n)
+        as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256,
+             traceparent, n)
     cross join wait_briefly
 ),
 inserted as (
     insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256)
-    select source, idempotency_key, event_type, verifier, headers, body, body_sha256
+        (source, idempotency_key, event_type, verifier, headers, body, body_sha256, traceparent)
+    select source, idempotency_key, event_type, verifier, headers, body, body_sha256, traceparent
     from input
     order by source, idempotency_key
     on conflict (source, idempotency_key) do nothing

@@ -4,8 +4,10 @@
 -- Take up to batch_size due events that no worker has an unsettled claim on, in order
 -- (live work before replays, then due time), skipping rows other workers hold. The inner
 -- query walks the partial index inbox_work_claim; the locks are taken on inbox_work only.
+-- traceparent is the receipt's trace context, which each handler run's span links to.
 select w.event_id, w.attempts, w.replay_id, 0 as crashes,
-       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
+       e.traceparent
 from (
     select event_id, attempts, replay_id, priority, run_at
     from inbox_work
@@ -23,7 +25,8 @@ order by w.priority, w.run_at, w.event_id
 -- Take one due event whose earlier claim never settled (its worker died mid-batch). It runs
 -- alone, so a poison pill cannot take innocent events of its batch down with it again.
 select w.event_id, w.attempts, w.replay_id, c.claims as crashes,
-       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+       e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
+       e.traceparent
 from inbox_claims c
 join inbox_work w on w.event_id = c.event_id
 join inbox_events e on e.id = w.event_id
@@ -136,3 +139,21 @@ where event_id = any(%(event_ids)s::bigint[])
 -- row stays until its batch commits, so zero also means every started batch has settled; a
 -- failed attempt's retry lies in the future and no longer counts.
 select count(*) from inbox_work where state = 'pending' and run_at <= now()
+
+-- name: queue_gauges
+-- The queue gauges of a worker's /metrics, read when it is scraped: per source, the work
+-- rows by state (pending: not failed yet; retrying: pending after a failure, as `inbox
+-- status` counts them; dead), and how long the oldest due live event has waited (replays
+-- wait behind live work by design). The work table holds only what is unsettled, so this
+-- reads it whole, and each row's source by the events' primary key.
+select e.source,
+       count(*) filter (where w.state = 'pending' and w.last_error is null) as pending,
+       count(*) filter (where w.state = 'pending' and w.last_error is not null) as retrying,
+       count(*) filter (where w.state = 'dead') as dead,
+       coalesce(extract(epoch from now() - min(w.run_at) filter (
+           where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
+       )), 0)::float8 as oldest_pending_seconds
+from inbox_work w
+join inbox_events e on e.id = w.event_id
+group by e.source
+order by e.source
