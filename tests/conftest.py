@@ -18,6 +18,9 @@ from tests._pg import (
     unique_name,
 )
 
+# The `spans` fixture: OpenTelemetry's in-memory exporter (tests/observability, tests/security).
+pytest_plugins = ["tests._spans"]
+
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:

@@ -17,9 +17,9 @@ import processors
 from inbox import Settings
 from inbox.testing import signed_request
 from processors import Event, Retry, Router
+from tests._spans import Spans, traceparent_of
 from tests._wait import scalar
 from tests.observability._receiver import serving
-from tests.observability.conftest import Spans, traceparent_of
 from tests.processors._support import run_worker_until
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -14,8 +14,8 @@ import psycopg
 from opentelemetry import trace
 
 from inbox import AsyncInboxWriter, InboxWriter
+from tests._spans import Spans, traceparent_of
 from tests._wait import scalar
-from tests.observability.conftest import Spans, traceparent_of
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -1,4 +1,5 @@
-"""Spans collected by the OpenTelemetry SDK's in-memory exporter, in this process.
+"""Spans collected by the OpenTelemetry SDK's in-memory exporter, in this process (the
+``spans`` fixture, a plugin of tests/conftest.py).
 
 The API lets a process set its global tracer provider once, so the session sets it once
 (the first test that asks) and each test only switches recording on for itself: spans are
