@@ -13,6 +13,7 @@ BENCHMARKS = {
     "processing": "processing",
     "storm": "storm",
     "console": "console",
+    "observability": "observability",
     "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 

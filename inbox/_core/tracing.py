@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -34,14 +33,19 @@ ATTRIBUTE_PREFIX = f"messaging.{MESSAGING_SYSTEM}."
 TRACER_NAME = "pg-inbox"
 
 
-@dataclass(frozen=True, slots=True)
 class Otel:
-    """What the spans need from the API, resolved once a real tracer provider is set."""
+    """What the spans need from the API, resolved once a real tracer provider is set.
 
-    trace: Any  # the opentelemetry.trace module
-    tracer: Any
-    propagator: Any  # W3C Trace Context, whatever propagators the host configured
-    context: Any  # the opentelemetry.context module
+    A plain class, not a dataclass: making one costs a millisecond of ``import inbox``.
+    """
+
+    __slots__ = ("context", "propagator", "trace", "tracer")
+
+    def __init__(self, trace: Any, tracer: Any, propagator: Any, context: Any) -> None:
+        self.trace = trace  # the opentelemetry.trace module
+        self.tracer = tracer
+        self.propagator = propagator  # W3C Trace Context, whatever the host's propagators
+        self.context = context  # the opentelemetry.context module
 
     def traceparent(self) -> str | None:
         """The current span's context as a W3C ``traceparent``; None without a valid span."""
