@@ -90,9 +90,13 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
     assert pids == 3
 
 
-@pytest.mark.parametrize("savepoints", ["batch", "event"])
+@pytest.mark.parametrize(
+    ("savepoints", "tracing"),
+    [("batch", ""), ("event", ""), ("batch", "1")],
+    ids=["batch", "event", "batch-traced"],
+)
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess], savepoints: str
+    db_url: str, tmp_path: Path, workers: list[WorkerProcess], savepoints: str, tracing: str
 ) -> None:
     create_business_table(db_url)
     write_orders(db_url, 2000, refunds_too=True)
@@ -104,6 +108,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         "INBOX_WORKER__SAVEPOINTS": savepoints,
         "INBOX_WORKER__BACKOFF_BASE_SECONDS": "0.05",
         "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
+        "FAULT_TRACING": tracing,
     }
     workers.extend(WorkerProcess(db_url, tmp_path, n, **slow) for n in range(3))
     rng = random.Random(7)
