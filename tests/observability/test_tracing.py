@@ -5,6 +5,7 @@ every handler run (each retry, each replay) is a span of its own linked to it.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -15,7 +16,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import processors
 from inbox import Settings
-from inbox.testing import signed_request
+from inbox.testing import deliver, signed_request
 from processors import Event, Retry, Router
 from tests._spans import Spans, traceparent_of
 from tests._wait import scalar
@@ -254,3 +255,21 @@ def test_a_rejected_request_is_a_receipt_span_with_its_outcome_and_stores_nothin
     httpx.post(f"{receiver}/webhooks/whatever-you-like", content=b"{}", timeout=10)
     assert spans.named("receive (unknown)")
     assert scalar(db_url, "select count(*) from inbox_events") == 0
+
+
+def test_inside_the_hosts_span_the_receipt_is_its_child(
+    spans: Spans, settings: Settings, db_url: str
+) -> None:
+    """A host whose web instrumentation already traces the request (it read the
+    traceparent itself) gets the receipt as a child of its span."""
+    request = signed_request(settings, "sw")
+    incoming = f"00-{INCOMING_TRACE}-{INCOMING_SPAN}-01"
+    request = replace(request, headers={**request.headers, "traceparent": incoming})
+    with trace.get_tracer("a host").start_as_current_span("POST /webhooks/sw") as host:
+        reply = deliver(settings, request)
+    assert reply.status == 200
+    receipt = spans.one("receive sw")
+    assert receipt.parent is not None
+    assert receipt.parent.span_id == host.get_span_context().span_id
+    assert receipt.context.trace_id == host.get_span_context().trace_id
+    assert stored_traceparent(db_url, reply.event_id or 0) == traceparent_of(receipt)
