@@ -24,6 +24,7 @@ __all__ = [
     "Otel",
     "active",
     "current_traceparent",
+    "trace_id_of",
 ]
 
 # messaging.system: not one of the semantic conventions' well-known values, so our own name;
@@ -115,3 +116,14 @@ def current_traceparent() -> str | None:
     """The current span's ``traceparent`` for a new event's row; None when not tracing."""
     otel = active()
     return None if otel is None else otel.traceparent()
+
+
+def trace_id_of(traceparent: str | None) -> str | None:
+    """The trace id of a stored ``traceparent`` (what a trace viewer searches for); None
+    when there is none or it is not one."""
+    if traceparent is None:
+        return None
+    parts = traceparent.split("-")
+    trace_id = parts[1] if len(parts) >= 4 else ""
+    valid = len(trace_id) == 32 and all(c in "0123456789abcdef" for c in trace_id)
+    return trace_id if valid and trace_id != "0" * 32 else None

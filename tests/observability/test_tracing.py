@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 import processors
-from inbox import Settings
+from inbox import Settings, queries
 from inbox.testing import deliver, signed_request
 from processors import Event, Retry, Router
 from tests._spans import Spans, traceparent_of
@@ -95,6 +95,8 @@ def test_a_webhook_gives_a_receipt_span_and_a_handler_span_linked_through_the_ev
     assert receipt.attributes["messaging.pg_inbox.outcome"] == "accepted"
     assert receipt.attributes["http.response.status_code"] == 200
     assert stored_traceparent(db_url, event_id) == traceparent_of(receipt)
+    # An operator finds the trace from the event (`inbox events show`, the console).
+    assert queries.event(db_url, event_id).trace_id == f"{receipt.context.trace_id:032x}"
 
     seen: list[Any] = []
     router = Router()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import psycopg
+import pytest
 from opentelemetry import trace
 
 from inbox import AsyncInboxWriter, InboxWriter
@@ -19,6 +20,7 @@ from tests._wait import scalar
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 def stored(db_url: str, event_id: int) -> str | None:
@@ -112,3 +114,38 @@ def test_without_the_api_installed_the_receiver_still_receives(db_url: str) -> N
     done = _child(code, db_url, "opentelemetry", "opentelemetry.trace")
     assert done.returncode == 0, done.stderr
     assert scalar(db_url, "select count(*) from inbox_events where traceparent is null") == 1
+
+
+def test_an_event_shows_the_trace_of_its_receipt_and_none_when_untraced(
+    spans: Spans, db_url: str
+) -> None:
+    from inbox import queries
+    from inbox._cli.operator import render_event
+
+    with InboxWriter(db_url) as writer:
+        with trace.get_tracer("a host").start_as_current_span("request") as span:
+            traced = writer.write("shop", "k1", b"{}").event_id
+        untraced = writer.write("shop", "k2", b"{}").event_id
+    trace_id = f"{span.get_span_context().trace_id:032x}"
+    shown = queries.event(db_url, traced)
+    assert shown.trace_id == trace_id
+    assert shown.to_json()["trace_id"] == trace_id
+    assert f"trace     {trace_id}" in render_event(shown)
+    assert queries.event(db_url, untraced).to_json()["trace_id"] is None
+    assert "trace " not in render_event(queries.event(db_url, untraced))
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        (None, None),
+        (f"00-{TRACE_ID}-00f067aa0ba902b7-01", TRACE_ID),
+        ("00-" + "0" * 32 + "-00f067aa0ba902b7-01", None),
+        ("garbage", None),
+        (f"00-{TRACE_ID.upper()}-00f067aa0ba902b7-01", None),
+    ],
+)
+def test_the_trace_id_of_a_stored_traceparent(stored: str | None, shown: str | None) -> None:
+    from inbox._core.tracing import trace_id_of
+
+    assert trace_id_of(stored) == shown
