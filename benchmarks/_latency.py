@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._common import (
-    fresh_database,
     median,
     percentile,
 )
 from benchmarks._systems import EVENT_TYPE, Env, System, peer, spawn, stop, worker_command
 from benchmarks.ingest import make_body, make_headers
 from inbox import AsyncInboxWriter
+from inbox.testing import new_database
 
 WARMUP_EVENTS = 5
 
@@ -62,7 +62,7 @@ def run_latency(
     env: Env, system: System, count: int, gap: tuple[float, float], timeout: float
 ) -> Latency:
     with (
-        fresh_database(env.server, env.templates[system.family]) as url,
+        new_database(env.server, template=env.templates[system.family]) as url,
         tempfile.TemporaryDirectory(prefix="inbox-bench-lat-") as tmp,
     ):
         record, commits_path = Path(tmp) / "handled", Path(tmp) / "committed"

@@ -13,11 +13,7 @@ from pathlib import Path
 import psycopg
 
 from benchmarks._common import (
-    create_database,
-    drop_database,
-    fresh_database,
     median,
-    with_dbname,
 )
 from benchmarks._systems import (
     Env,
@@ -30,6 +26,7 @@ from benchmarks._systems import (
     stop,
     worker_command,
 )
+from inbox.testing import create_database, drop_database, new_database
 
 # The claim measured: a full batch, as a worker takes it (processors._worker.MAX_BATCH).
 CLAIM_SIZE = 64
@@ -81,13 +78,13 @@ def run_scale(
     for history in histories:
         tpl = f"inbox_bench_hist_{history}_{random.getrandbits(24):06x}"
         t0 = time.monotonic()
-        create_database(env.server, tpl, env.templates["inbox"])
+        tpl_url = create_database(env.server, tpl, template=env.templates["inbox"])
         try:
-            load_history(with_dbname(env.server, tpl), history)
+            load_history(tpl_url, history)
             print(f"history of {history:,} loaded in {time.monotonic() - t0:.1f} s", flush=True)
             row = ScaleRow(history)
             for rep in range(runs):
-                with fresh_database(env.server, tpl) as url:
+                with new_database(env.server, template=tpl) as url:
                     load_inbox_backlog(url, backlog)
                     times, explain_ms, uses_index = asyncio.run(_claim_latency(url, reps))
                     result = drain(env, system, url, backlog, 1, timeout=timeout, tag="scale")
@@ -130,7 +127,7 @@ class RssResult:
 def run_rss(env: Env, events: int, timeout: float) -> RssResult:
     system = System("inbox-noop")
     samples: list[tuple[int, int]] = []
-    with fresh_database(env.server, env.templates["inbox"]) as url:
+    with new_database(env.server, template=env.templates["inbox"]) as url:
         proc = spawn(env, worker_command(env, system, url), url, "rss")
         try:
             time.sleep(3.0)

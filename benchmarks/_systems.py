@@ -20,14 +20,10 @@ from pathlib import Path
 import psycopg
 
 from benchmarks._apps import BUSINESS_TABLE_DDL
-from benchmarks._common import (
-    REPO,
-    child_env,
-    create_database,
-    drop_database,
-)
+from benchmarks._common import REPO, child_env
 from benchmarks.ingest import make_body, make_headers
 from inbox._core import migrate as _migrate
+from inbox.testing import create_database, drop_database
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
 EVENT_TYPE = "invoice.paid"

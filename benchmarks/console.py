@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,20 +37,14 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
-    fresh_database,
-    loadavg,
     median,
     percentile,
-    postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
+from benchmarks._report_frame import Report
 from inbox import queries
 from inbox._core import migrate as _migrate
 from inbox.queries import EventFilter
+from inbox.testing import new_database
 
 GOAL_P99_MS = 100.0
 
@@ -339,12 +332,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    load_before = loadavg()
-    with postgres_server() as (server, where), fresh_database(server) as url:
-        facts = server_facts(server)
+    report = Report("benchmarks.console", "# pg-inbox operator console: server time per page", argv)
+    args = parse_args(report.argv)
+    with report.server() as (server, _logs), new_database(server) as url:
         _migrate.upgrade(url)
         started = time.perf_counter()
         fill(url, events=args.events, sources=args.sources, days=args.days)
@@ -369,16 +359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print("the console is not installed here: pages not timed", flush=True)
                     break
                 page_runs.append(timed)
-    header = [
-        "# pg-inbox operator console: server time per page",
-        "",
-        *run_facts(command_line("benchmarks.console", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after",
+    data = (
         f"- data: {sizes[0]:,} events over {args.days:g} days in {args.sources} sources,"
         f" {sizes[1]:,} attempts, {sizes[2]:,} repeat deliveries; database {sizes[3]};"
-        f" filled in {filled:.0f} s",
-        "",
-    ]
+        f" filled in {filled:.0f} s"
+    )
     body = render(
         "The operator API (`inbox.queries`), one open connection",
         summarise(api_runs),
@@ -392,9 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.calls,
             len(page_runs),
         )
-    text = "\n".join([*header, *body])
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [body], data)
     return 0
 
 

@@ -39,7 +39,6 @@ import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -55,21 +54,14 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
-    create_database,
-    drop_database,
-    fresh_database,
-    loadavg,
-    postgres_server,
-    run_facts,
     server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
+from benchmarks._report_frame import Report
 from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core import migrate as _migrate
 from inbox._core.sql import NOTIFY_CHANNEL
 from inbox._writing.plan import INSERT_EVENT
+from inbox.testing import create_database, drop_database, new_database
 
 SOURCE = "bench"
 EVENT_TYPE = "invoice.paid"
@@ -556,7 +548,7 @@ def render(result: IngestResult) -> list[str]:
 def _measure_one(
     c: Config, server: str, template: str, pgbench: str, script: Path, listener: Listener, t: Timing
 ) -> Run:
-    with fresh_database(server, template) as url:
+    with new_database(server, template=template) as url:
         if c.kind == PGBENCH:
             return run_pgbench(pgbench, script, url, c.writers, t)
         return run_writer(url, listener, c.kind, c.mode, c.writers, t)
@@ -605,20 +597,10 @@ def measure(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
+    report = Report("benchmarks.ingest", "# pg-inbox ingest benchmark", argv)
+    args = parse_args(report.argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    started = time.monotonic()
-    load_before = loadavg()
-    with postgres_server() as (server, where):
-        facts = server_facts(server)
-        header = [
-            "# pg-inbox ingest benchmark",
-            "",
-            *run_facts(command_line("benchmarks.ingest", argv), facts, where),
-        ]
-        print("\n".join(header), flush=True)
+    with report.server() as (server, _logs):
         result = measure(
             server,
             writers=[int(w) for w in args.writers.split(",")],
@@ -626,14 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timing=Timing(args.warmup, args.duration),
             only=only,
         )
-    header.append(
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
-        f" wall time {time.monotonic() - started:.0f} s"
-    )
-    table = "\n".join([*header, "", *render(result)]) + "\n"
-    print()
-    print(table)
-    write_report(args.out, table)
+    report.finish(args.out, [render(result)])
     return 0
 
 

@@ -45,27 +45,18 @@ Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after drai
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
-    fresh_database,
     loadavg,
     median,
-    postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._latency import LatencyCell, render_latency, run_latency_cells
 from benchmarks._peers import PEERS_HELP, default_peers_python, peer_versions, peers_label
+from benchmarks._report_frame import Report
 from benchmarks._scale import RssResult, ScaleRow, render_scale, run_rss, run_scale
 from benchmarks._systems import (
     Drain,
@@ -77,6 +68,7 @@ from benchmarks._systems import (
     named_systems,
     templates_of,
 )
+from inbox.testing import new_database
 
 # --- figure 3: throughput -------------------------------------------------------------------
 
@@ -102,7 +94,7 @@ def run_throughput(
     for rep in range(runs):
         for cell in cells:
             s = cell.system
-            with fresh_database(env.server, env.templates[s.family]) as url:
+            with new_database(env.server, template=env.templates[s.family]) as url:
                 load_backlog(env, s, url, backlog)
                 load1 = loadavg().split()[0]
                 result = drain(env, s, url, backlog, cell.processes, timeout=timeout)
@@ -308,35 +300,17 @@ def plan_of(args: argparse.Namespace) -> Plan:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
+    report = Report("benchmarks.processing", "# pg-inbox processing benchmark", argv)
+    args = parse_args(report.argv)
     plan = plan_of(args)
-    started = time.monotonic()
-    load_before = loadavg()
+    peers = f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}"
     with (
-        postgres_server() as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-logs-") as logs,
+        report.server(None, peers) as (server, logs),
+        templates_of(server, args.peers_python, plan.families) as templates,
     ):
-        facts = server_facts(server)
-        header = [
-            "# pg-inbox processing benchmark",
-            "",
-            *run_facts(command_line("benchmarks.processing", argv), facts, where),
-            f"- peers ({peers_label(args.peers_python)}): {peer_versions(args.peers_python)}",
-        ]
-        print("\n".join(header), flush=True)
-        with templates_of(server, args.peers_python, plan.families) as templates:
-            env = Env(server, templates, args.peers_python, args.poll_ms / 1000, Path(logs))
-            result = measure(env, plan)
-    header.append(
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after;"
-        f" wall time {time.monotonic() - started:.0f} s"
-    )
-    sections = ["\n".join(lines) for lines in render(result)]
-    text = "\n".join(header) + "\n\n" + "\n\n".join(sections) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+        env = Env(server, templates, args.peers_python, args.poll_ms / 1000, logs)
+        result = measure(env, plan)
+    report.finish(args.out, render(result))
     return 0
 
 

@@ -19,12 +19,9 @@ own), else ``INBOX_BENCH_DATABASE_URL``, else an embedded PostgreSQL in a tempor
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,18 +30,12 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
-    fresh_database,
-    loadavg,
-    postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._http_load import Run, drive, drive_raw, signed_requests
+from benchmarks._report_frame import Report
 from benchmarks._servers import inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
+from inbox.testing import new_database
 
 WARMUP_REQUESTS = 200
 INBOX_TARGET = "inbox serve"
@@ -98,7 +89,7 @@ def measure(
     """Every cell on ``server``: `inbox serve` and the no-op endpoint at each concurrency."""
     post = drive_raw if driver == "raw" else drive
     cells: list[HttpCell] = []
-    with fresh_database(server) as db_url:
+    with new_database(server) as db_url:
         _migrate.upgrade(db_url)
         with inbox_serve(db_url, logs) as inbox_url, noop_endpoint(logs) as noop_url:
             targets = {INBOX_TARGET: inbox_url, NOOP_TARGET: noop_url}
@@ -147,15 +138,6 @@ def render(result: HttpResult) -> list[str]:
     return lines
 
 
-@contextlib.contextmanager
-def _server(database_url: str | None) -> Iterator[tuple[str, str]]:
-    if database_url:
-        yield database_url, "--database-url"
-    else:
-        with postgres_server() as found:
-            yield found
-
-
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks receiver_load",
@@ -176,32 +158,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    load_before = loadavg()
-    with (
-        _server(args.database_url) as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-http-") as logs,
-    ):
-        facts = server_facts(server)
+    report = Report("benchmarks.receiver_load", "# pg-inbox receiver benchmark", argv)
+    args = parse_args(report.argv)
+    with report.server(args.database_url) as (server, logs):
         result = measure(
             server,
             requests=args.requests,
             runs=args.runs,
             concurrency=args.concurrency,
             driver=args.driver,
-            logs=Path(logs),
+            logs=logs,
         )
-    header = [
-        "# pg-inbox receiver benchmark",
-        "",
-        *run_facts(command_line("benchmarks.receiver_load", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after",
-    ]
-    text = "\n".join([*header, "", *render(result)]) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [render(result)])
     return 0
 
 

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -42,19 +40,13 @@ import psycopg
 
 from benchmarks._common import (
     OUT_DIR,
-    command_line,
-    fresh_database,
-    loadavg,
     median,
-    postgres_server,
-    run_facts,
-    server_facts,
-    stop_cleanly_on_signals,
-    write_report,
 )
 from benchmarks._http_load import Request, drive_raw, sign
+from benchmarks._report_frame import Report
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
+from inbox.testing import new_database
 
 # The worker's LISTEN is issued: from here a delivery wakes it (it is not found by a poll).
 LISTENING = """
@@ -247,7 +239,7 @@ def measure(
     with templates_of(server, None, set() if template else {"inbox"}) as made:
         tpl = template or made["inbox"]
         for _ in range(runs):
-            with fresh_database(server, tpl) as db_url:
+            with new_database(server, template=tpl) as db_url:
                 run = run_once(
                     db_url,
                     keys=keys,
@@ -313,33 +305,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stop_cleanly_on_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(argv)
-    load_before = loadavg()
-    with (
-        postgres_server() as (server, where),
-        tempfile.TemporaryDirectory(prefix="inbox-bench-storm-") as logs,
-    ):
-        facts = server_facts(server)
+    report = Report("benchmarks.storm", "# pg-inbox duplicate storm", argv)
+    args = parse_args(report.argv)
+    with report.server() as (server, logs):
         result = measure(
             server,
             keys=args.keys,
             copies=args.copies,
             runs=args.runs,
             concurrency=args.concurrency,
-            logs=Path(logs),
+            logs=logs,
             timeout=args.timeout,
         )
-    header = [
-        "# pg-inbox duplicate storm",
-        "",
-        *run_facts(command_line("benchmarks.storm", argv), facts, where),
-        f"- load average (1/5/15 min): {load_before} before, {loadavg()} after",
-    ]
-    text = "\n".join([*header, "", *render(result)]) + "\n"
-    print(f"\n{text}")
-    write_report(args.out, text)
+    report.finish(args.out, [render(result)])
     return 0 if result.runs else 1
 
 

@@ -32,6 +32,7 @@ Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retr
 from __future__ import annotations
 
 import getpass
+import importlib
 import re
 import socket
 from collections.abc import Collection, Iterator, Sequence
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from inbox._core.db import translate_driver_errors
-from inbox._core.errors import EventNotFoundError, RefusedError, ReplayNotFoundError
+from inbox._core.errors import EventNotFoundError, ReplayNotFoundError
 from inbox._core.logs import get_logger
 from inbox._operations.models import (
     Activity,
@@ -65,16 +66,15 @@ from inbox._operations.models import (
     Status,
     Via,
     WorkState,
-    check_via,
     decode_cursor,
     encode_cursor,
 )
 from inbox._operations.receiver_scrape import receiver_rejections
 from inbox._operations.store import LogStore
-from inbox._operations.term import human_duration
 
 if TYPE_CHECKING:
     from inbox._operations.replay import ReplayResult, replay, replay_runs, retry_dead
+    from inbox._operations.retention import prune
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -125,16 +125,22 @@ __all__ = [
 
 log = get_logger("inbox.queries")
 
-# Replays live in inbox._operations.replay, which builds on this module: they load on first use.
-_REPLAY_NAMES = frozenset({"ReplayResult", "replay", "replay_runs", "retry_dead"})
+# Replays and retention live in their own modules of inbox._operations, which build on this
+# one: they load on first use.
+_LATER = {
+    "ReplayResult": "inbox._operations.replay",
+    "replay": "inbox._operations.replay",
+    "replay_runs": "inbox._operations.replay",
+    "retry_dead": "inbox._operations.replay",
+    "prune": "inbox._operations.retention",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _REPLAY_NAMES:
+    module = _LATER.get(name)
+    if module is None:
         raise AttributeError(f"module 'inbox.queries' has no attribute {name!r}")
-    from inbox._operations import replay as _replay
-
-    value = getattr(_replay, name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -418,44 +424,3 @@ def _time_position(position: dict[str, Any], token: str) -> datetime:
         raise ValueError(
             f"not a page cursor: {token[:40]!r} (start again from the first page)"
         ) from None
-
-
-def prune(
-    db: Db,
-    older_than: timedelta,
-    *,
-    minimum: timedelta = MINIMUM_RETENTION,
-    dry_run: bool = False,
-    actor: str | None = None,
-    via: Via = "api",
-) -> PruneResult:
-    """Remove events received more than ``older_than`` ago, with their deliveries and
-    attempts, through the audited retention path. Events with work left (pending, retrying
-    or dead) are kept. Refuses an ``older_than`` below ``minimum``: a pruned key can be
-    accepted again, so a provider's late retry would run twice. ``actor`` (default:
-    ``user@host`` of this process) and ``via`` are recorded in the audit.
-    """
-    check_via(via)
-    if older_than < minimum:
-        raise RefusedError(
-            "refusing to prune events younger than the minimum retention of"
-            f" {human_duration(minimum.total_seconds())} (asked for"
-            f" {human_duration(older_than.total_seconds())}): a pruned key can be accepted"
-            " again, so a provider's late retry would be processed twice. Prune older events.",
-            action="prune",
-        )
-    with connection(db, "prune the inbox") as conn:
-        store = LogStore(conn)
-        if dry_run:
-            return store.prune_preview(older_than.total_seconds())
-        with conn.transaction():
-            result = store.prune(older_than.total_seconds(), actor or current_actor(), via)
-        cutoff = result.cutoff
-    log.info(
-        "inbox_pruned",
-        cutoff=cutoff.isoformat(),
-        events=result.events_deleted,
-        kept=result.events_kept,
-        audit_id=result.audit_id,
-    )
-    return result

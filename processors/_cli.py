@@ -27,6 +27,12 @@ __all__ = ["load_router", "register"]
 log = get_logger("processors.cli")
 
 
+def say(line: str) -> None:
+    """A line for the person at the terminal (not a log event), as ``inbox``'s commands say
+    theirs: on stderr."""
+    print(line, file=sys.stderr)
+
+
 def load_router(spec: str) -> Router:
     """Import ``module:attribute`` and check that it is a Router."""
     module_name, _, attribute = spec.partition(":")
@@ -131,7 +137,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     router = load_router(spec)
     if args.check:
         return 0  # the handlers import: what `inbox dev` asks before it starts anything
-    with database_url(settings, part="worker") as url:
+    with database_url(settings, say=say, part="worker") as url:
         if not _check_schema(url, early):
             return 0  # stopped before it started: nothing was claimed
         require_privileges(url, "worker", "inbox worker")

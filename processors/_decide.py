@@ -152,6 +152,40 @@ def _message(exc: BaseException) -> str:
     return _storable(text or type(exc).__name__)
 
 
+def _decision(
+    claimed: Claimed,
+    attempt: int,
+    outcome: OutcomeName,
+    state: StateName,
+    started_at: datetime,
+    finished_at: datetime | None = None,
+    *,
+    handler: str | None = None,
+    delay_seconds: float = 0.0,
+    error: tuple[str, str | None] | None = None,
+    failure: BaseException | None = None,
+) -> Decision:
+    """The one place a ``Decision`` is built. Without ``finished_at`` it took no time (no
+    handler ran); ``error`` is what the attempt records (class, message), ``failure`` the
+    exception whose traceback it keeps (a handler's own, never a ``Retry`` or a missing
+    route)."""
+    error_class, error_message = error or (None, None)
+    return Decision(
+        event_id=claimed.event_id,
+        attempt=attempt,
+        outcome=outcome,
+        state=state,
+        delay_seconds=delay_seconds,
+        started_at=started_at,
+        finished_at=started_at if finished_at is None else finished_at,
+        handler=handler,
+        error_class=error_class,
+        error_message=error_message,
+        replay_id=claimed.replay_id,
+        error_traceback=None if failure is None else bounded_traceback(failure),
+    )
+
+
 def decide(
     claimed: Claimed,
     *,
@@ -163,112 +197,59 @@ def decide(
     rng: random.Random,
 ) -> Decision:
     """The decision for one attempt that ran (error None = the handler returned)."""
-
-    def make(
-        outcome: OutcomeName,
-        state: StateName,
-        attempts: int,
-        delay: float = 0.0,
-        error_class: str | None = None,
-        error_message: str | None = None,
-    ) -> Decision:
-        # A failure keeps where it happened; a Retry is a request, not a failure.
-        kept = None if error is None or isinstance(error, Retry | NoRouteError) else error
-        return Decision(
-            event_id=claimed.event_id,
-            attempt=attempts,
-            outcome=outcome,
-            state=state,
-            delay_seconds=delay,
-            started_at=started_at,
-            finished_at=finished_at,
-            handler=handler,
-            error_class=error_class,
-            error_message=error_message,
-            replay_id=claimed.replay_id,
-            error_traceback=None if kept is None else bounded_traceback(kept),
-        )
-
     this_attempt = claimed.attempts + 1
-    if error is None:
-        return make("processed", "done", this_attempt)
+    outcome: OutcomeName = "processed"
+    state: StateName = "done"
+    attempt, delay = this_attempt, 0.0
+    recorded: tuple[str, str | None] | None = None
     if isinstance(error, Retry):
         # Not a failure: the stored count stays, so Retry never leads to a dead letter.
-        return make(
-            "retry",
-            "pending",
-            claimed.attempts,
-            error.after,
-            "Retry",
-            _storable(error.reason) if error.reason else None,
-        )
-    error_class = type(error).__name__
-    if this_attempt >= policy.max_attempts:
-        return make("dead", "dead", this_attempt, 0.0, error_class, _message(error))
-    delay = backoff_seconds(
-        this_attempt, policy.backoff_base_seconds, policy.backoff_max_seconds, rng
-    )
-    return make("failed", "pending", this_attempt, delay, error_class, _message(error))
-
-
-def _not_run(
-    claimed: Claimed,
-    now: datetime,
-    *,
-    attempt: int,
-    outcome: OutcomeName,
-    state: StateName,
-    error_class: str | None = None,
-    error_message: str | None = None,
-) -> Decision:
-    """A decision taken without running a handler: it starts and ends at ``now``."""
-    return Decision(
-        event_id=claimed.event_id,
-        attempt=attempt,
-        outcome=outcome,
-        state=state,
-        delay_seconds=0.0,
-        started_at=now,
-        finished_at=now,
-        handler=None,
-        error_class=error_class,
-        error_message=error_message,
-        replay_id=claimed.replay_id,
+        outcome, state, attempt, delay = "retry", "pending", claimed.attempts, error.after
+        recorded = ("Retry", _storable(error.reason) if error.reason else None)
+    elif error is not None:
+        recorded = (type(error).__name__, _message(error))
+        if this_attempt >= policy.max_attempts:
+            outcome, state = "dead", "dead"
+        else:
+            outcome, state = "failed", "pending"
+            delay = backoff_seconds(
+                this_attempt, policy.backoff_base_seconds, policy.backoff_max_seconds, rng
+            )
+    return _decision(
+        claimed,
+        attempt,
+        outcome,
+        state,
+        started_at,
+        finished_at,
+        handler=handler,
+        delay_seconds=delay,
+        error=recorded,
+        # A failure keeps where it happened; a Retry is a request, not a failure, and a
+        # missing route happened nowhere.
+        failure=None if isinstance(error, Retry | NoRouteError) else error,
     )
 
 
 def decide_skipped(claimed: Claimed, *, now: datetime, reason: str) -> Decision:
     """No handler is routed, and the policy is to skip: settled, with the reason recorded."""
-    return _not_run(
-        claimed,
-        now,
-        attempt=claimed.attempts + 1,
-        outcome="skipped",
-        state="done",
-        error_class="NoRoute",
-        error_message=reason,
+    return _decision(
+        claimed, claimed.attempts + 1, "skipped", "done", now, error=("NoRoute", reason)
     )
 
 
 def decide_crashed(claimed: Claimed, *, now: datetime) -> Decision:
     """Claimed ``crashes`` times without ever settling: dead-lettered without running again."""
-    return _not_run(
-        claimed,
-        now,
-        attempt=claimed.attempts,
-        outcome="crashed",
-        state="dead",
-        error_class="Crashed",
-        error_message=(
-            f"claimed {claimed.crashes} times by workers that died before settling it"
-            " (a poison pill: it kills or hangs its worker)"
-        ),
+    why = (
+        f"claimed {claimed.crashes} times by workers that died before settling it"
+        " (a poison pill: it kills or hangs its worker)"
     )
+    return _decision(claimed, claimed.attempts, "crashed", "dead", now, error=("Crashed", why))
 
 
 def decide_released(claimed: Claimed, *, now: datetime) -> Decision:
     """Claimed but not run (shutdown or the batch's time budget): back to the queue as is."""
-    return _not_run(claimed, now, attempt=claimed.attempts, outcome="released", state="pending")
+    return _decision(claimed, claimed.attempts, "released", "pending", now)
 
 
 def outcome_counts(decisions: Iterable[Decision]) -> dict[str, int]:

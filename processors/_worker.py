@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -50,9 +51,18 @@ MAX_BATCH = 64
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
-ConnectionTriple = tuple[
-    psycopg.AsyncConnection[Any], psycopg.AsyncConnection[Any], psycopg.Connection[Any]
-]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSession:
+    """What one claim loop works with, from connecting until the connection is lost: the
+    claim transaction's connection, the autocommit side connection (claim counters, next
+    due), the sync handlers' view of the claim connection, and the loop's name."""
+
+    conn: psycopg.AsyncConnection[Any]
+    side: psycopg.AsyncConnection[Any]
+    sync_view: psycopg.Connection[Any]
+    worker: str
 
 
 class CommitOutcomeUnknownError(ProcessingError):
@@ -180,8 +190,9 @@ class Worker:
         self.request_stop()
 
     @asynccontextmanager
-    async def _connections(self, n: int) -> AsyncIterator[ConnectionTriple]:
-        label = f"pg-inbox worker {self.name}/{n}"
+    async def _connections(self, n: int) -> AsyncIterator[ClaimSession]:
+        worker = f"{self.name}/{n}"
+        label = f"pg-inbox worker {worker}"
         conn = await psycopg.AsyncConnection.connect(self._dsn, application_name=label)
         try:
             # The claim counters need not wait for a WAL flush: they guard against a *worker*
@@ -202,7 +213,7 @@ class Worker:
                 # on their names, and one's DEALLOCATE ALL (after any ROLLBACK TO) drops the
                 # other's. Only the async connection prepares.
                 sync_view.prepare_threshold = None
-                yield conn, side, sync_view
+                yield ClaimSession(conn, side, sync_view, worker)
             finally:
                 await side.close()
         finally:
@@ -214,21 +225,21 @@ class Worker:
         worker = f"{self.name}/{n}"
         while not self._stopping:
             try:
-                async with self._connections(n) as (conn, side, sync_view):
+                async with self._connections(n) as session:
                     self._reconnected(worker)
                     if unresolved:
-                        await self._resolve_lost_commit(conn, unresolved, worker)
+                        await self._resolve_lost_commit(session.conn, unresolved, worker)
                         unresolved = []
                     while not self._stopping:
                         wake = wakeup.current()
-                        claimed = await self._one_batch(conn, side, sync_view, worker, n)
+                        claimed = await self._one_batch(session, n)
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
                         if claimed == 0:
                             # The table is the truth: a retry due before the next poll,
                             # scheduled by any process, sets the wait.
-                            due_in = await self._store.next_due_in(side)
+                            due_in = await self._store.next_due_in(session.side)
                             poll = self._settings.poll_interval_seconds
                             with anyio.move_on_after(idle_wait_seconds(poll, due_in)):
                                 await wake.wait()
@@ -278,15 +289,9 @@ class Worker:
             note="events not committed are claimable again; nothing is re-run blindly",
         )
 
-    async def _one_batch(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        side: psycopg.AsyncConnection[Any],
-        sync_view: psycopg.Connection[Any],
-        worker: str,
-        n: int,
-    ) -> int:
+    async def _one_batch(self, session: ClaimSession, n: int) -> int:
         assert self._gate is not None
+        conn = session.conn
         shared_savepoint = self._settings.savepoints == "batch"
         async with self._gate.batch():
             # Claim loop 0 of each process also looks for suspects, in the same round trip.
@@ -297,25 +302,18 @@ class Worker:
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
             )
             if not claim.suspect_waiting:
-                return await self._run_claimed(
-                    conn, side, sync_view, worker, claim.batch, shared_savepoint
-                )
+                return await self._run_claimed(session, claim.batch, shared_savepoint)
             await conn.rollback()
         # A suspect runs one at a time, with the process to itself (see _gate), so a poison
         # pill's crashes are charged to it alone.
         async with self._gate.suspect():
             batch = await self._store.claim_suspect(conn)
-            return await self._run_claimed(conn, side, sync_view, worker, batch, False)
+            return await self._run_claimed(session, batch, False)
 
     async def _run_claimed(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        side: psycopg.AsyncConnection[Any],
-        sync_view: psycopg.Connection[Any],
-        worker: str,
-        batch: list[ClaimedEvent],
-        batch_savepoint_taken: bool,
+        self, session: ClaimSession, batch: list[ClaimedEvent], batch_savepoint_taken: bool
     ) -> int:
+        conn, worker = session.conn, session.worker
         # The batch's time budget starts once its locks are held, not before the waits at
         # the gate: a suspect that waited for other batches must not be released unrun.
         started = time.monotonic()
@@ -323,7 +321,7 @@ class Worker:
             await conn.rollback()
             return 0
         event_ids = [item.claimed.event_id for item in batch]
-        await self._store.count_claims(side, event_ids, worker)
+        await self._store.count_claims(session.side, event_ids, worker)
         runner = BatchRunner(
             self._router,
             self._policy,
@@ -334,7 +332,7 @@ class Worker:
         )
         decisions = await runner.run(
             conn,
-            sync_view,
+            session.sync_view,
             batch,
             should_stop=lambda: self._stopping,
             deadline=started + self._settings.handler_timeout_seconds,

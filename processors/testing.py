@@ -3,17 +3,19 @@
 ::
 
     from inbox.testing import fresh_database
-    from processors.testing import run_pending
+    from processors.testing import run_pending, run_until
 
     with fresh_database() as url:
         ...  # deliver or write events
         run_pending(url, router)  # every handler ran, and its transaction committed
+        run_until(url, router, lambda: dead_letters(url) == 1)  # your own condition
 
 The database helpers (a fresh migrated database, signed requests) are ``inbox.testing``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, LiteralString
 
 import anyio
@@ -21,14 +23,15 @@ import psycopg
 
 from inbox._core.settings import WorkerSettings
 from inbox._core.sql import load_queries
+from processors._metrics import WorkerMetrics
 from processors._router import Router
 from processors._worker import Worker
 
-__all__ = ["run_pending"]
+__all__ = ["run_pending", "run_until"]
 
 COUNT_DUE: LiteralString = load_queries("processors.sql", "queries.sql")["count_due"]
 
-# How often the queue is re-read while the worker runs: the wait ends as soon as it is empty.
+# How often the state is re-read while the worker runs: the wait ends as soon as it holds.
 _RECHECK_SECONDS = 0.02
 
 
@@ -46,21 +49,58 @@ def run_pending(
     ``TimeoutError`` when events are still waiting after ``timeout`` seconds. Call it from
     synchronous code (it runs its own event loop).
     """
-    worker = Worker(url, router, settings or WorkerSettings(), grace_seconds=timeout)
 
-    async def main() -> None:
+    async def nothing_due() -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            while await _due(conn):  # noqa: ASYNC110 (a database state: re-read until it holds)
+                await anyio.sleep(_RECHECK_SECONDS)
+
+    worker = Worker(url, router, settings or WorkerSettings(), grace_seconds=timeout)
+    _run(worker, nothing_due, timeout)
+
+
+def run_until(
+    url: str,
+    router: Router,
+    condition: Callable[[], bool],
+    *,
+    settings: WorkerSettings | None = None,
+    concurrency: int = 1,
+    timeout: float = 30.0,
+) -> WorkerMetrics:
+    """Run a worker with ``router`` until ``condition()`` holds (e.g. an event is
+    dead-lettered after its retries), then stop it gracefully; return its metrics.
+
+    ``condition`` is called in a thread, again and again while the worker runs: a query
+    of your database is the usual one. Raises ``TimeoutError`` when it still does not hold
+    after ``timeout`` seconds. Call it from synchronous code (it runs its own event loop).
+    """
+
+    async def holds() -> None:
+        while not await anyio.to_thread.run_sync(condition):  # noqa: ASYNC110 (as above)
+            await anyio.sleep(_RECHECK_SECONDS)
+
+    worker = Worker(url, router, settings or WorkerSettings(), concurrency=concurrency)
+    _run(worker, holds, timeout)
+    return worker.metrics
+
+
+def _run(worker: Worker, wait: Callable[[], Awaitable[None]], timeout: float) -> None:
+    """Run ``worker`` while ``wait()`` waits, then stop it gracefully; ``TimeoutError``
+    (once the worker has stopped) when the wait took more than ``timeout`` seconds."""
+
+    async def main() -> bool:
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
             try:
-                with anyio.fail_after(timeout):
-                    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-                        # A database state has no event to await: it is re-read until it holds.
-                        while await _due(conn):  # noqa: ASYNC110
-                            await anyio.sleep(_RECHECK_SECONDS)
+                with anyio.move_on_after(timeout) as deadline:
+                    await wait()
             finally:
                 worker.request_stop()
+        return deadline.cancelled_caught
 
-    anyio.run(main)
+    if anyio.run(main):
+        raise TimeoutError(f"the worker's wait did not end within {timeout} s")
 
 
 async def _due(conn: psycopg.AsyncConnection[Any]) -> int:

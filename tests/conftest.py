@@ -1,6 +1,12 @@
 """Every test that needs a database gets a fresh one, cloned from a migrated template.
 
 No rollback-only fixtures: SKIP LOCKED and NOTIFY need real commits across connections.
+
+``db_url`` logs in as the server's admin. The code under test of the receiver and the
+worker gets ``receiver_url`` / ``worker_url`` instead: the same URL, or, when the suite
+runs with ``INBOX_TEST_ROLES=least`` (CI runs tests/receiver and tests/processors so), the
+same database logging in as a role that holds only that part's grants (tests/_roles.py).
+Assertions and set-up keep ``db_url``.
 """
 
 from __future__ import annotations
@@ -8,15 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
-from tests._pg import (
-    create_database,
-    drop_database,
-    migrated_template,
-    postgres_server,
-    unique_name,
-)
+from inbox.testing import migrated_template, new_database
+from tests._pg import postgres_server
+from tests._roles import Roles, grant_business_tables, least_roles_mode
 
 # The `spans` fixture: OpenTelemetry's in-memory exporter (tests/observability, tests/security).
 pytest_plugins = ["tests._spans"]
@@ -29,40 +33,69 @@ def pg_server() -> Iterator[str]:
         yield conninfo
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    least_roles_mode()  # a bad INBOX_TEST_ROLES stops the run at once, in one line
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     import os
 
+    roles = "; receiver and worker code as the least roles" if least_roles_mode() else ""
     if os.environ.get("INBOX_TEST_DATABASE_URL"):
-        return "pg-inbox tests: PostgreSQL from INBOX_TEST_DATABASE_URL"
-    return "pg-inbox tests: PostgreSQL from testcontainers if Docker answers, else embedded"
+        return f"pg-inbox tests: PostgreSQL from INBOX_TEST_DATABASE_URL{roles}"
+    return f"pg-inbox tests: PostgreSQL from testcontainers if Docker answers, else embedded{roles}"
 
 
 @pytest.fixture(scope="session")
-def template_db(pg_server: str) -> Iterator[str]:
+def least_roles(pg_server: str) -> Iterator[Roles | None]:
+    """In least-roles mode, this session's roles (granted in the template by
+    ``template_db``), dropped after the template; else None."""
+    if not least_roles_mode():
+        yield None
+        return
+    roles = Roles.random(pg_server)
+    try:
+        yield roles
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            roles.drop(conn)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server: str, least_roles: Roles | None) -> Iterator[str]:
     with migrated_template(pg_server) as name:
+        if least_roles is not None:
+            # Grants live in the database: made once here, every clone carries them.
+            with psycopg.connect(make_conninfo(pg_server, dbname=name), autocommit=True) as conn:
+                least_roles.create(conn)
+                grant_business_tables(conn, least_roles)
         yield name
 
 
 @pytest.fixture
 def db_url(pg_server: str, template_db: str) -> Iterator[str]:
     """A fresh database at the head revision, dropped after the test."""
-    name = unique_name("inbox_test")
-    url = create_database(pg_server, name, template=template_db)
-    try:
+    with new_database(pg_server, template=template_db) as url:
         yield url
-    finally:
-        drop_database(pg_server, name)
+
+
+@pytest.fixture
+def receiver_url(db_url: str, least_roles: Roles | None) -> str:
+    """The URL the receiver under test connects with (see the module's docstring)."""
+    return db_url if least_roles is None else least_roles.on(db_url).url("receiver")
+
+
+@pytest.fixture
+def worker_url(db_url: str, least_roles: Roles | None) -> str:
+    """The URL the worker under test connects with (see the module's docstring)."""
+    return db_url if least_roles is None else least_roles.on(db_url).url("worker")
 
 
 @pytest.fixture
 def empty_db_url(pg_server: str) -> Iterator[str]:
     """A fresh database with no schema at all (for migration tests)."""
-    name = unique_name("inbox_empty")
-    url = create_database(pg_server, name)
-    try:
+    with new_database(pg_server, prefix="inbox_empty") as url:
         yield url
-    finally:
-        drop_database(pg_server, name)
 
 
 @pytest.fixture

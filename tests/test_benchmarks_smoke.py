@@ -49,7 +49,7 @@ def test_the_console_benchmark_runs_at_a_smoke_size(
 
     monkeypatch.setenv("INBOX_BENCH_DATABASE_URL", pg_server)
     # the benchmark's own signal handlers are for its command line, not for pytest's process
-    monkeypatch.setattr(console, "stop_cleanly_on_signals", lambda: None)
+    monkeypatch.setattr("benchmarks._report_frame.stop_cleanly_on_signals", lambda: None)
     out = tmp_path / "console.md"
     code = console.main(
         ["--events", "2000", "--calls", "3", "--runs", "1", "--pages", "--out", str(out)]

@@ -13,6 +13,8 @@ import pytest
 
 from inbox._cli.main import main
 from inbox._core.embedded import running_dev_server
+from inbox._core.runtime import database_url
+from inbox._core.settings import load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -67,14 +69,20 @@ def test_send_without_config_says_where_sources_come_from(
     assert "--config, $INBOX_CONFIG, ./inbox.toml" in err
 
 
+def _dev_server_running(folder: Path, url: str) -> Path:
+    """What `inbox dev` leaves while it runs (this process stands in for it): its pid in the
+    lock and the state file."""
+    data = folder / ".inbox"
+    data.mkdir()
+    (data / "inbox.lock").write_text(str(os.getpid()))
+    (data / "dev-server.json").write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    return data
+
+
 def test_a_running_dev_server_is_found_and_a_dead_one_is_not(
     empty_folder: Path, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = empty_folder / ".inbox"
-    data.mkdir()
-    # What `inbox dev` leaves while it runs: its pid in the lock and the state file.
-    (data / "inbox.lock").write_text(str(os.getpid()))
-    (data / "dev-server.json").write_text(json.dumps({"url": db_url, "pid": os.getpid()}))
+    data = _dev_server_running(empty_folder, db_url)
     assert main(["status"]) == 0
     err = capsys.readouterr().err
     assert f"using the database of the running `inbox dev` (pid {os.getpid()}" in err
@@ -92,3 +100,15 @@ def test_a_running_dev_server_is_found_and_a_dead_one_is_not(
     assert running_dev_server(data) is None
     assert main(["status"]) == 2
     assert "no database URL" in capsys.readouterr().err
+
+
+def test_the_core_tells_through_the_say_it_is_given_and_prints_nothing(
+    empty_folder: Path, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _dev_server_running(empty_folder, db_url)
+    said: list[str] = []
+    with database_url(load_settings(None), say=said.append) as url:
+        assert url == db_url
+    assert len(said) == 1
+    assert "using the database of the running `inbox dev`" in said[0]
+    assert capsys.readouterr() == ("", "")

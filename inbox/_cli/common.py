@@ -1,5 +1,6 @@
-"""What the operator commands share: the event filter's options, event tables, confirmation,
-JSON printing (the argparse number types both sides' commands use live in inbox._core.arguments)."""
+"""What the operator commands share: the event filter's options, a listing's page (its
+options and its printing), event tables, confirmation, JSON printing (the argparse number
+types both sides' commands use live in inbox._core.arguments)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from inbox._cli.logs import say
 from inbox._core.arguments import MAX_BIGINT, port, positive_int
 from inbox._core.errors import RefusedError
+from inbox._core.runtime import database_url
+from inbox._core.settings import Settings
 from inbox._operations.models import EVENT_STATES, EventFilter, EventSummary
 from inbox._operations.term import Cell, relative, table, use_colour
-from inbox.queries import parse_time
+from inbox.queries import events, parse_time
 
 __all__ = [
     "MAX_BIGINT",
@@ -28,6 +32,7 @@ __all__ = [
     "events_table",
     "filter_from_args",
     "http_url",
+    "list_page",
     "port",
     "positive_int",
     "positive_seconds",
@@ -121,6 +126,22 @@ def add_page_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--before", type=positive_int, help="the page after this event id (keyset)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def list_page(
+    args: argparse.Namespace, settings: Settings, selection: EventFilter, *, empty: str
+) -> int:
+    """Print the page of ``selection`` that ``add_page_arguments``' options ask for: a table
+    (``empty`` when there is nothing) and how to get the next page, or ``--json``."""
+    with database_url(settings, say=say, part="operator") as url:
+        page = events(url, selection, limit=args.limit, before=args.before)
+    if args.json:
+        print_json(page.to_json())
+        return 0
+    print(events_table(page.events) if page.events else empty)
+    if page.next_before is not None:
+        print(f"more: --before {page.next_before}")
+    return 0
 
 
 def filter_from_args(args: argparse.Namespace, ids: Sequence[int] | None = None) -> EventFilter:

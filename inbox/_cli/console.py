@@ -11,6 +11,7 @@ import getpass
 import sys
 from typing import Any
 
+from inbox._cli.logs import say
 from inbox._core.errors import ConfigError
 from inbox._core.settings import Settings
 
@@ -78,7 +79,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     host = args.host or settings.console.host
     port = settings.console.port if args.port is None else args.port
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         require_privileges(url, "operator", "inbox console")
         app = console_app(settings, url)
         print(

@@ -30,6 +30,7 @@ from inbox._cli.devenv import (
     with_dev_secrets,
     write_demo_config,
 )
+from inbox._cli.logs import say
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
@@ -204,7 +205,7 @@ def _dev(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     plan = _plan(args, settings)
     _check_handlers(plan)
-    with database_url(plan.settings, embedded=True) as url:
+    with database_url(plan.settings, say=say, embedded=True) as url:
         _migrate.upgrade(url)
         apply_sql(url, plan.schema)
         app, extra = _dev_app(plan.settings, url)

@@ -1,4 +1,5 @@
-"""Logging set-up. Only the CLI calls this: a library never configures global logging."""
+"""What the CLI writes on stderr: the logging set-up (only the CLI calls it: a library never
+configures global logging), and the lines it says to the person at the terminal."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import structlog
 
 from inbox._operations.term import use_colour
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "say"]
+
+
+def say(line: str) -> None:
+    """A line for the person at the terminal, not a log event: on stderr, so that stdout
+    stays the command's output (``--json``). Core functions that have something to tell
+    (``database_url``) take this as their ``say``."""
+    print(line, file=sys.stderr)
 
 
 def configure_logging(*, console: bool, level: int = logging.INFO) -> None:

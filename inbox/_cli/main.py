@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn
 
-from inbox._cli.logs import configure_logging
+from inbox._cli.logs import configure_logging, say
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, InboxError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings, load_settings, settings_file
@@ -48,7 +48,7 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
     from inbox._core import migrate as _migrate
 
-    with database_url(settings) as url:
+    with database_url(settings, say=say) as url:
         _migrate.upgrade(url, args.revision)
         print(f"database at revision {_migrate.current_revision(url)}")
     return 0
@@ -58,7 +58,7 @@ def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
     from inbox._core import migrate as _migrate
 
-    with database_url(settings) as url:
+    with database_url(settings, say=say) as url:
         _migrate.downgrade(url, args.revision)
         print(f"database at revision {_migrate.current_revision(url) or 'base (empty)'}")
     return 0
@@ -68,7 +68,7 @@ def _db_current(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
     from inbox._core import migrate as _migrate
 
-    with database_url(settings) as url:
+    with database_url(settings, say=say) as url:
         current = _migrate.current_revision(url)
         head = _migrate.head_revision()
         state = "up to date" if current == head else f"behind head {head}"

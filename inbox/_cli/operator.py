@@ -15,11 +15,12 @@ from inbox._cli.common import (
     add_page_arguments,
     confirm,
     event_ref,
-    events_table,
     filter_from_args,
     http_url,
+    list_page,
     print_json,
 )
+from inbox._cli.logs import say
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from inbox._operations.models import Attempt, EventDetail, Status
@@ -41,7 +42,7 @@ def _duration(text: str) -> timedelta:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         st = queries.status(
             url,
             max_age=args.max_age,
@@ -106,19 +107,11 @@ def _render_status(st: Status) -> str:
 
 
 def _events_list(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
-        page = queries.events(url, filter_from_args(args), limit=args.limit, before=args.before)
-    if args.json:
-        print_json(page.to_json())
-        return 0
-    print(events_table(page.events) if page.events else "no events match")
-    if page.next_before is not None:
-        print(f"more: --before {page.next_before}")
-    return 0
+    return list_page(args, settings, filter_from_args(args), empty="no events match")
 
 
 def _events_show(args: argparse.Namespace, settings: Settings) -> int:
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         detail = queries.event(url, args.ref, redact=settings.receiver.redact_headers)
     if args.json:
         print_json(detail.to_json())
@@ -225,7 +218,7 @@ def _body_text(e: EventDetail) -> str:
 
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     minimum = timedelta(days=settings.retention.minimum_days)
-    with database_url(settings, part="retention") as url:
+    with database_url(settings, say=say, part="retention") as url:
         preview = queries.prune(url, args.older_than, minimum=minimum, dry_run=True)
         result = preview
         question = (

@@ -17,6 +17,7 @@ import httpx
 
 from inbox._cli.common import http_url, port, positive_seconds
 from inbox._cli.devenv import with_dev_secrets
+from inbox._cli.logs import say
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
@@ -40,7 +41,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     require_extra("uvicorn", "server", "inbox serve")  # before anything starts
     host = args.host or settings.receiver.host
     port = settings.receiver.port if args.port is None else args.port
-    with database_url(settings, part="receiver") as url:
+    with database_url(settings, say=say, part="receiver") as url:
         app = create_app(settings, dsn=url)  # validates every source before listening
         require_privileges(url, "receiver", "inbox serve")
         if settings.console.enabled:

@@ -6,7 +6,6 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from inbox import queries
 from inbox._cli.common import (
     above_zero,
     add_filter_arguments,
@@ -14,9 +13,11 @@ from inbox._cli.common import (
     confirm,
     events_table,
     filter_from_args,
+    list_page,
     positive_int,
     print_json,
 )
+from inbox._cli.logs import say
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
@@ -51,6 +52,10 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
     bars: list[Progress] = []
 
     def ask(count: int) -> bool:
+        # Asked again when the replay starts over on a fresh snapshot: one bar, the last.
+        for bar in bars:
+            bar.close()
+        bars.clear()
         if count > CONFIRM_ABOVE and not confirm(
             f"queue {count} events for replay?", assume_yes=args.yes
         ):
@@ -63,7 +68,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
         for bar in bars:
             bar.advance(n)
 
-    with database_url(settings, part="operator") as url:
+    with database_url(settings, say=say, part="operator") as url:
         result = replay(
             url,
             reason=args.reason,
@@ -128,15 +133,7 @@ def _dead_retry(args: argparse.Namespace, settings: Settings) -> int:
 
 def _dead_list(args: argparse.Namespace, settings: Settings) -> int:
     selection = replace(filter_from_args(args), states=("dead",))
-    with database_url(settings, part="operator") as url:
-        page = queries.events(url, selection, limit=args.limit, before=args.before)
-    if args.json:
-        print_json(page.to_json())
-        return 0
-    print(events_table(page.events) if page.events else "no dead letters")
-    if page.next_before is not None:
-        print(f"more: --before {page.next_before}")
-    return 0
+    return list_page(args, settings, selection, empty="no dead letters")
 
 
 _rate = above_zero("events per second")

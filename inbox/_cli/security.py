@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from inbox._cli.logs import say
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import ConfigError
 from inbox._core.roles import PARTS, RoleNames, grant_roles, roles_sql
@@ -23,7 +24,7 @@ def _roles(args: argparse.Namespace, settings: Settings) -> int:
         print(roles_sql(names), end="")
         return 0
     with (
-        database_url(settings) as url,
+        database_url(settings, say=say) as url,
         translate_driver_errors("create the inbox roles"),
         psycopg.connect(url, application_name="pg-inbox roles") as conn,
     ):

@@ -1,12 +1,12 @@
-"""The one boundary where psycopg's errors become pg-inbox's."""
+"""The one boundary where psycopg's errors become pg-inbox's.
+
+psycopg is imported when a translation is first entered, not with this module: the writer
+imports it, and ``import inbox`` must not load the driver (tests/test_import_cost.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import psycopg
-import psycopg_pool
 
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
 
@@ -21,6 +21,9 @@ def translate_driver_errors(action: str) -> Iterator[None]:
     guard) stay psycopg errors: they are bugs or deliberate refusals, not outages. A missing
     inbox table is a ``MigrationError``: the fix is ``inbox db upgrade``.
     """
+    import psycopg
+    import psycopg_pool
+
     try:
         yield
     except psycopg.errors.UndefinedTable as exc:
@@ -28,6 +31,10 @@ def translate_driver_errors(action: str) -> Iterator[None]:
             f"{action}: the inbox schema is missing ({exc.diag.message_primary or exc});"
             " run `inbox db upgrade`"
         ) from exc
+    except psycopg.errors.SerializationFailure:
+        # The database answered "try again" (a REPEATABLE READ snapshot went stale): the
+        # caller decides, it is not an outage.
+        raise
     except psycopg_pool.PoolTimeout as exc:
         raise DatabaseUnavailableError(
             f"{action}: no database connection available: {exc}"

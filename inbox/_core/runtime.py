@@ -3,8 +3,7 @@ embedded server, else (for ``inbox dev`` alone) a new embedded server."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from inbox._core.embedded import EmbeddedPostgres, running_dev_server
@@ -27,15 +26,21 @@ def where_settings_came_from(settings: Settings) -> str:
 
 @contextmanager
 def database_url(
-    settings: Settings, *, embedded: bool = False, part: str | None = None
+    settings: Settings,
+    *,
+    say: Callable[[str], None],
+    embedded: bool = False,
+    part: str | None = None,
 ) -> Iterator[str]:
     """Yield the database's connection string.
 
     The configured URL wins; without one, the server of an ``inbox dev`` running on the same
-    data directory is used (and said so on stderr). Only with ``embedded=True`` (``inbox
-    dev``) is an embedded server started, and stopped on exit: any other command would
-    silently make a 40 MB cluster wherever it was run. A ``part`` (receiver, worker,
-    operator, retention) connects with its own ``[database] <part>_url`` when it is set.
+    data directory is used, and ``say(line)`` tells the person at the terminal so (core
+    never prints: the CLI that calls this decides where the line goes). Only with
+    ``embedded=True`` (``inbox dev``) is an embedded server started, and stopped on exit:
+    any other command would silently make a 40 MB cluster wherever it was run. A ``part``
+    (receiver, worker, operator, retention) connects with its own ``[database] <part>_url``
+    when it is set.
     """
     own = getattr(settings.database, f"{part}_url", None) if part else None
     if own:
@@ -54,10 +59,9 @@ def database_url(
                 " INBOX_DATABASE_URL=postgresql://..., or start `inbox dev` in this folder"
             )
         # The CLI's own line, not a log event: it says which database this command talks to.
-        print(
+        say(
             f"inbox: using the database of the running `inbox dev` (pid {running.pid},"
-            f" {running.state_file})",
-            file=sys.stderr,
+            f" {running.state_file})"
         )
         yield running.url
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,17 @@ from pydantic import SecretStr
 
 from inbox._core.errors import ConfigError
 
-__all__ = ["REDACTED", "config_report", "read_secrets_file"]
+__all__ = ["REDACTED", "config_report", "names_a_secret", "read_secrets_file"]
 
 REDACTED = "<redacted>"
 
 # Keys whose values are secret even when held as plain text.
 _SECRET_KEYS = frozenset({"secrets", "private_key", "secret_key", "password_hash"})
+
+
+def names_a_secret(location: Sequence[object]) -> bool:
+    """True when a setting's location (``("sources", 0, "secrets", 1)``) is in a secret."""
+    return any(part in _SECRET_KEYS for part in location)
 
 
 def read_secrets_file(path: Path, source: str) -> list[str]:

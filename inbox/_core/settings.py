@@ -83,7 +83,9 @@ def _require_unique(kind: str, names: list[str]) -> None:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A ValidationError's text never carries the values given (a secret of the wrong type
+    # would be echoed): the one message users see is _config_error's, which redacts them.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class DatabaseSettings(_Section):
@@ -321,6 +323,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
+        hide_input_in_errors=True,  # as _Section's
     )
 
     database: DatabaseSettings = DatabaseSettings()
@@ -438,7 +441,8 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
 
 def _origin(loc: tuple[int | str, ...], path: Path | None) -> str:
     """Where the value at ``loc`` came from: the variable that set it, else the file."""
-    names = ["INBOX_" + "__".join(str(p) for p in loc).upper()]
+    # The variable may set the value itself or a section or list holding it (INBOX_SOURCES).
+    names = ["INBOX_" + "__".join(str(p) for p in loc[:n]).upper() for n in range(len(loc), 0, -1)]
     if loc[:2] == ("database", "url"):
         names.append("INBOX_DATABASE_URL")
     for name in names:
@@ -448,6 +452,8 @@ def _origin(loc: tuple[int | str, ...], path: Path | None) -> str:
 
 
 def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
+    from inbox._core.secrets import REDACTED, names_a_secret
+
     problems = []
     first_field = None
     origins = set()
@@ -456,8 +462,15 @@ def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
         first_field = first_field or field
         origins.add(_origin(err["loc"], path))
         got = err.get("input")
-        shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
         message = err["msg"].removeprefix("Value error, ")
+        if names_a_secret(err["loc"]):
+            # Whatever was given there may be the secret itself, even when it is the wrong
+            # type or shape: never shown, not even inside the message.
+            shown = f" = {REDACTED}" if got is not None else ""
+            if isinstance(got, str | int | float) and str(got):
+                message = message.replace(str(got), REDACTED)
+        else:
+            shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
         problems.append(f"{field}{shown}: {message}")
     where = " and ".join(sorted(origins))
     message = f"invalid configuration in {where}: " + "; ".join(problems)

@@ -5,22 +5,30 @@ and one run record (who, when, why, the filter, the counts); the normal workers 
 events with ``event.is_replay`` set, and each attempt records the run's id. Events that
 already have pending work are left alone: replaying twice before the workers run queues
 each event once.
+
+A replay is one transaction on one REPEATABLE READ snapshot: the selection, its counts, the
+sample and the enqueue all read the same state, so what the preview counted (and ``confirm``
+was asked about) is what the run queues. When another transaction changes the selection's
+work meanwhile, the enqueue fails rather than disagree, and the replay starts over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, LiteralString
 
 import psycopg
+from psycopg import pq
 from psycopg.types.json import Jsonb
 
 from inbox._core.errors import RefusedError
 from inbox._core.logs import get_logger
 from inbox._core.sql import load_queries
 from inbox._operations.models import ReplayRun, Via, check_via
+from inbox._operations.store import LogStore
 from inbox.queries import (
     Db,
     EventFilter,
@@ -28,7 +36,6 @@ from inbox.queries import (
     connection,
     current_actor,
     event_ids,
-    events,
 )
 
 __all__ = ["ReplayResult", "ReplayRun", "ReplayStore", "replay", "replay_runs", "retry_dead"]
@@ -37,6 +44,10 @@ log = get_logger("processors.replay")
 
 QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000
+# A work row of the selection that another transaction changes while a replay runs (a worker
+# settling it, another replay) fails the replay's enqueue (replay_snapshot): it starts over
+# on a fresh snapshot, at most this many times in all.
+SNAPSHOT_TRIES = 5
 
 Kind = Literal["replay", "dead-retry"]
 
@@ -84,10 +95,15 @@ class ReplayStore:
         row = self._conn.execute(_q(name), params).fetchone()
         return None if row is None else row[0]
 
-    def count_selection(self, ids: Sequence[int]) -> tuple[int, int]:
-        """(already pending, processed successfully before) among ``ids``."""
-        row = self._conn.execute(_q("count_selection"), {"event_ids": list(ids)}).fetchone()
-        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+    def begin_snapshot(self) -> None:
+        """The first statement of the transaction: everything after reads one snapshot."""
+        self._conn.execute(_q("replay_snapshot"))
+
+    def to_queue(self, ids: Sequence[int]) -> tuple[list[int], int]:
+        """The ``ids`` without pending work, in their order, and how many of those were
+        processed successfully before."""
+        rows = self._conn.execute(_q("selection_work"), {"event_ids": list(ids)}).fetchall()
+        return [int(row[0]) for row in rows], sum(1 for row in rows if row[1])
 
     def next_replay_id(self) -> int:
         return int(self._one("next_replay_id", {}))
@@ -166,70 +182,136 @@ def replay(
     selection = event_filter or EventFilter()
     if ids is not None:
         selection = replace(selection, ids=tuple(ids))
-    selected = event_ids(db, selection)  # oldest first: a run replays in arrival order
-    with connection(db, "replay events") as conn:
-        pending, processed = ReplayStore(conn).count_selection(selected)
-    sample = events(db, EventFilter(ids=tuple(selected[:sample_size])), limit=sample_size)
-    preview = ReplayResult(
-        selected=len(selected),
-        queued=len(selected) - pending,
-        already_pending=pending,
+    run = _Run(
+        selection=selection,
+        reason=reason.strip(),
         dry_run=dry_run,
-        sample=sample.events,
-        already_processed=processed,
+        rate=rate,
+        actor=actor,
+        via=via,
+        confirm=confirm,
+        progress=progress,
+        sample_size=sample_size,
+        kind=kind,
+        include_processed=include_processed,
     )
-    if dry_run or not selected:
-        return preview
-    if processed and not include_processed:
-        raise RefusedError(
-            f"{processed} of the {len(selected)} selected events were processed successfully"
-            " before, and a replay runs their handlers again: their database writes happen"
-            " again unless the handlers are replay-safe (an upsert, or a check of"
-            " event.is_replay; see docs/operations.md). Pass include_processed=True"
-            " (CLI: --include-processed) to go ahead, or narrow the selection (--state dead)",
-            action="replay",
-        )
-    if confirm is not None and not confirm(len(selected)):
-        return replace(preview, queued=0, cancelled=True)
+    for attempt in range(1, SNAPSHOT_TRIES + 1):
+        ours = False
+        try:
+            with _one_transaction(db) as (conn, ours):
+                result = run.once(conn)
+        except psycopg.errors.SerializationFailure:
+            # Only a transaction of our own can start over; a caller's is aborted.
+            if not ours or attempt == SNAPSHOT_TRIES:
+                raise RefusedError(
+                    f"the selected events' work changed while the replay ran ({attempt}"
+                    " tries: workers or another replay are settling them); nothing was"
+                    " queued. Run it again, or narrow the selection",
+                    action="replay",
+                ) from None
+            log.info("replay_snapshot_retry", attempt=attempt, kind=kind, via=via)
+            continue
+        if result.replay_id is not None:
+            log.info(
+                "replay_enqueued",
+                replay_id=result.replay_id,
+                kind=kind,
+                via=via,
+                selected=result.selected,
+                queued=result.queued,
+                reason=reason,
+            )
+        return result
+    raise AssertionError("unreachable: the last try returns or raises")
 
-    with connection(db, "replay events") as conn, conn.transaction():
+
+@contextmanager
+def _one_transaction(db: Db) -> Iterator[tuple[psycopg.Connection[Any], bool]]:
+    """The replay's one transaction, and whether it is its own (``db`` is a URL, or an
+    idle connection): then it reads one REPEATABLE READ snapshot. In a caller's open
+    transaction it runs in a savepoint, at the caller's isolation level."""
+    with connection(db, "replay events") as conn:
+        ours = conn.info.transaction_status == pq.TransactionStatus.IDLE
+        with conn.transaction():
+            if ours:
+                ReplayStore(conn).begin_snapshot()
+            yield conn, ours
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One replay's request; ``once`` runs it in the transaction it is given."""
+
+    selection: EventFilter
+    reason: str
+    dry_run: bool
+    rate: float | None
+    actor: str | None
+    via: Via
+    confirm: Callable[[int], bool] | None
+    progress: Callable[[int], None] | None
+    sample_size: int
+    kind: Kind
+    include_processed: bool
+
+    def once(self, conn: psycopg.Connection[Any]) -> ReplayResult:
         store = ReplayStore(conn)
+        selected = event_ids(conn, self.selection)  # oldest first: a run replays in order
+        queue, processed = store.to_queue(selected)
+        # The newest of the first few, as an events page lists them.
+        sample = LogStore(conn).summaries(selected[: self.sample_size][::-1])
+        preview = ReplayResult(
+            selected=len(selected),
+            queued=len(queue),
+            already_pending=len(selected) - len(queue),
+            dry_run=self.dry_run,
+            sample=sample,
+            already_processed=processed,
+        )
+        if self.dry_run or not selected:
+            return preview
+        if processed and not self.include_processed:
+            raise RefusedError(
+                f"{processed} of the {len(selected)} selected events were processed"
+                " successfully before, and a replay runs their handlers again: their database"
+                " writes happen again unless the handlers are replay-safe (an upsert, or a"
+                " check of event.is_replay; see docs/operations.md). Pass"
+                " include_processed=True (CLI: --include-processed) to go ahead, or narrow"
+                " the selection (--state dead)",
+                action="replay",
+            )
+        if self.confirm is not None and not self.confirm(len(selected)):
+            return replace(preview, queued=0, cancelled=True)
+
         replay_id = store.next_replay_id()
+        if self.progress is not None and len(queue) < len(selected):
+            self.progress(len(selected) - len(queue))  # already pending: left as they are
         queued = 0
-        for offset in range(0, len(selected), CHUNK):
-            chunk = selected[offset : offset + CHUNK]
-            queued += store.enqueue(replay_id, chunk, offset, rate)
-            if progress is not None:
-                progress(len(chunk))
+        for offset in range(0, len(queue), CHUNK):
+            chunk = queue[offset : offset + CHUNK]
+            queued += store.enqueue(replay_id, chunk, offset, self.rate)
+            if self.progress is not None:
+                self.progress(len(chunk))
         store.record_run(
             ReplayRun(
                 id=replay_id,
-                kind=kind,
+                kind=self.kind,
                 created_at=datetime.now().astimezone(),
-                created_by=actor or current_actor(),
-                reason=reason.strip(),
-                filter=selection.to_json(),
+                created_by=self.actor or current_actor(),
+                reason=self.reason,
+                filter=self.selection.to_json(),
                 selected=len(selected),
                 queued=queued,
-                rate_per_second=rate,
-                via=via,
+                rate_per_second=self.rate,
+                via=self.via,
             )
         )
-    log.info(
-        "replay_enqueued",
-        replay_id=replay_id,
-        kind=kind,
-        via=via,
-        selected=len(selected),
-        queued=queued,
-        reason=reason,
-    )
-    return replace(
-        preview,
-        queued=queued,
-        already_pending=len(selected) - queued,
-        replay_id=replay_id,
-    )
+        return replace(
+            preview,
+            queued=queued,
+            already_pending=len(selected) - queued,
+            replay_id=replay_id,
+        )
 
 
 def retry_dead(

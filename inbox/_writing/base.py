@@ -13,9 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, LiteralString, TypeVar, get_args
-
-import psycopg
+from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypeVar, get_args
 
 from inbox._core.errors import InboxError
 from inbox._core.logs import get_logger
@@ -28,6 +26,9 @@ from inbox._writing.plan import (
     prepare_write,
     write_query,
 )
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = [
     "NotifyMode",

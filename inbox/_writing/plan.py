@@ -10,8 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
-from psycopg.types.json import Jsonb
-
 from inbox._core.errors import InvalidWriteError
 from inbox._core.sql import load_queries
 
@@ -111,6 +109,9 @@ def prepare_write(
     Every check runs before any SQL, so a refused write touches nothing. ``traceparent``
     is the current span's context (``inbox._core.tracing``), stored for the handlers' links.
     """
+    # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
+    from psycopg.types.json import Jsonb
+
     checked_source = _check_text("source", source, MAX_SOURCE_LENGTH, source, key)
     checked_key = _check_text("key", key, MAX_KEY_LENGTH, source, key)
     if not isinstance(body, bytes):

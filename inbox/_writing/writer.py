@@ -2,6 +2,8 @@
 
 A thin shell over ``inbox._writing.base`` (arguments, the plan of a write) and
 ``inbox._writing.plan`` (checks, statements); ``inbox._writing.writer_async`` is its async twin.
+psycopg and psycopg_pool are imported where a writer first needs them (its pool, its first
+write), so ``from inbox import InboxWriter`` loads no driver (tests/test_import_cost.py).
 """
 
 from __future__ import annotations
@@ -10,14 +12,9 @@ import threading
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
-
-import psycopg
-from psycopg.rows import tuple_row
-from psycopg_pool import ConnectionPool
+from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._core.pool_care import PoolCare
 from inbox._writing.base import (
     WriterBase,
     log,
@@ -26,10 +23,16 @@ from inbox._writing.base import (
 )
 from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
 
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    from inbox._core.pool_care import PoolCare
+
 __all__ = ["InboxWriter"]
 
 
-class InboxWriter(WriterBase[ConnectionPool]):
+class InboxWriter(WriterBase["ConnectionPool"]):
     """Appends raw webhooks to the inbox log; one round trip for a new event.
 
     Give it a connection string (it then owns a pool of autocommit connections) or your own
@@ -43,6 +46,10 @@ class InboxWriter(WriterBase[ConnectionPool]):
     _care: PoolCare | None = None
 
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> ConnectionPool:
+        from psycopg_pool import ConnectionPool
+
+        from inbox._core.pool_care import PoolCare
+
         self._care = PoolCare(dsn)
         pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
         self._care.attach(pool)
@@ -96,6 +103,8 @@ class InboxWriter(WriterBase[ConnectionPool]):
         return result
 
     def _run(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> WriteResult:
+        from psycopg.rows import tuple_row
+
         # The caller's connection may have any row factory; ours reads tuples.
         cursor = conn.cursor(row_factory=tuple_row)
         for query in write_rounds():
@@ -121,6 +130,8 @@ class InboxWriter(WriterBase[ConnectionPool]):
     def _send_notify(self) -> None:
         # A hint only: a lost notification costs latency (the workers' poll finds the row),
         # never an event, so a failure here is logged and not raised to the writer.
+        import psycopg
+
         try:
             with self._pool.connection() as conn:
                 conn.execute(NOTIFY_WORK)

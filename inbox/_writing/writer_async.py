@@ -1,36 +1,39 @@
 """``AsyncInboxWriter``: the async twin of ``InboxWriter`` (Starlette, FastAPI, ...).
 
 The logic lives in ``inbox._writing.base`` and ``inbox._writing.plan``; this shell only awaits
-the I/O, and group-commits standalone writes (``inbox._writing.groups``).
+the I/O, and group-commits standalone writes (``inbox._writing.groups``). Like
+``InboxWriter``, it imports the driver (and asyncio) when it is used, not when it is
+imported: a sync host's ``import inbox`` pays for neither.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
-
-import psycopg
-from psycopg.rows import tuple_row
-from psycopg_pool import AsyncConnectionPool
+from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._core.pool_care import AsyncPoolCare
 from inbox._writing.base import (
     WriterBase,
     log,
     rounds_exhausted,
     write_rounds,
 )
-from inbox._writing.groups import WriteGroups
 from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    from inbox._core.pool_care import AsyncPoolCare
 
 __all__ = ["AsyncInboxWriter"]
 
 
-class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
+class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
     """Appends raw webhooks to the inbox log from async code; see ``InboxWriter``.
 
     Use it as ``async with AsyncInboxWriter(dsn) as w`` or call ``await w.open()`` first
@@ -41,12 +44,18 @@ class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
     _care: AsyncPoolCare | None = None
 
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> AsyncConnectionPool:
+        from psycopg_pool import AsyncConnectionPool
+
+        from inbox._core.pool_care import AsyncPoolCare
+
         self._care = AsyncPoolCare(dsn)
         pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
         self._care.attach(pool)
         return pool
 
     def _init_io(self) -> None:
+        from inbox._writing.groups import WriteGroups
+
         self._opened = not self._owns_pool
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -111,6 +120,8 @@ class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
         return result
 
     async def _run(self, conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> WriteResult:
+        from psycopg.rows import tuple_row
+
         # The caller's connection may have any row factory; ours reads tuples.
         cursor = conn.cursor(row_factory=tuple_row)
         for query in write_rounds():
@@ -125,9 +136,13 @@ class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
         if delay == 0.0:
             await self._send_notify()
         elif delay is not None:
+            import asyncio  # loaded: this runs in its event loop
+
             self._trailing = asyncio.get_running_loop().call_later(delay, self._start_trailing)
 
     def _start_trailing(self) -> None:
+        import asyncio  # loaded: this runs in its event loop
+
         task = asyncio.get_running_loop().create_task(self._send_trailing())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -138,6 +153,8 @@ class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
 
     async def _send_notify(self) -> None:
         # A hint only: a lost notification costs latency, never an event.
+        import psycopg
+
         try:
             async with self._pool.connection() as conn:
                 await conn.execute(NOTIFY_WORK)
@@ -154,6 +171,8 @@ class AsyncInboxWriter(WriterBase[AsyncConnectionPool]):
         await self._groups.drain()
         await self._send_trailing()  # a no-op unless a trailing notify is still owed
         if self._tasks:
+            import asyncio  # loaded: this runs in its event loop
+
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._owns_pool and self._opened:
             await self._pool.close()

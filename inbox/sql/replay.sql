@@ -6,25 +6,34 @@
 -- last, in the same transaction, with the final counts (the table is append-only).
 select nextval(pg_get_serial_sequence('inbox_replays', 'id'))
 
--- name: count_selection
--- Of these events: how many already have pending work (a replay leaves them as they are),
--- and how many of the others ran successfully before. A replay runs those handlers again,
--- in a new transaction, so their writes happen again unless the handler is replay-safe:
--- the operator is told, and must ask for it.
-select count(*) filter (where w.state = 'pending') as pending,
-       count(*) filter (
-           where w.state is distinct from 'pending'
-             and exists (
-                 select from inbox_attempts a
-                 where a.event_id = t.event_id and a.outcome = 'processed'
-             )
+-- name: replay_snapshot
+-- The first statement of a replay's transaction: its selection, counts, sample and enqueue
+-- all read one snapshot, so what the preview says is what the run queues. A work row that
+-- another transaction changes after the snapshot makes the enqueue fail with a
+-- serialization failure instead of queueing something the preview did not count; the
+-- replay then starts over on a fresh snapshot.
+set transaction isolation level repeatable read
+
+-- name: selection_work
+-- The selected events (oldest first) that a replay queues: those without pending work (a
+-- replay leaves pending work as it is), in the order given, each with whether it ran
+-- successfully before. A replay runs those handlers again, in a new transaction, so their
+-- writes happen again unless the handler is replay-safe: the operator is told, and must
+-- ask for it.
+select t.event_id,
+       exists (
+           select from inbox_attempts a
+           where a.event_id = t.event_id and a.outcome = 'processed'
        ) as processed
-from unnest(%(event_ids)s::bigint[]) as t(event_id)
+from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
 left join inbox_work w on w.event_id = t.event_id
+where w.state is distinct from 'pending'
+order by t.n
 
 -- name: enqueue_replay
 -- Queue one chunk of a run at priority 1, so live work (priority 0) is claimed first. An
--- event with pending work keeps it (it is not queued twice); a dead letter is revived with
+-- event with pending work keeps it (it is not queued twice; selection_work has left it out
+-- already, this guards a caller's READ COMMITTED transaction); a dead letter is revived with
 -- a fresh attempt budget. With a rate, the n-th event of the run becomes due n/rate
 -- seconds from now: the workers' claim order spreads the run out without any process
 -- having to stay up to feed it.

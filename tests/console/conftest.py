@@ -8,13 +8,14 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from inbox._core.settings import Settings
 from inbox.console import create_app
 from inbox.console._passwords import hash_password
-from tests._pg import create_database, drop_database, unique_name
+from inbox.testing import new_database
 from tests.console._seed import Seeded, seed
 
 VIEWER = ("vera", "viewer-password")
@@ -47,23 +48,15 @@ def make_settings(**console: object) -> Settings:
 @pytest.fixture(scope="session")
 def seeded_template(pg_server: str, template_db: str) -> Iterator[tuple[str, Seeded]]:
     """Seeded once per session; each test gets a clone."""
-    name = unique_name("inbox_console_seed")
-    url = create_database(pg_server, name, template=template_db)
-    try:
-        yield name, seed(url)
-    finally:
-        drop_database(pg_server, name)
+    with new_database(pg_server, template=template_db, prefix="inbox_console_seed") as url:
+        yield str(conninfo_to_dict(url)["dbname"]), seed(url)
 
 
 @pytest.fixture
 def seeded_db(pg_server: str, seeded_template: tuple[str, Seeded]) -> Iterator[Seeded]:
     template, seeded = seeded_template
-    name = unique_name("inbox_console")
-    url = create_database(pg_server, name, template=template)
-    try:
+    with new_database(pg_server, template=template, prefix="inbox_console") as url:
         yield dataclasses.replace(seeded, url=url)
-    finally:
-        drop_database(pg_server, name)
 
 
 @pytest.fixture

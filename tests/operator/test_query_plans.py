@@ -20,7 +20,7 @@ import pytest
 from benchmarks.console import fill
 from inbox import queries
 from inbox.queries import EventFilter
-from tests._pg import create_database, drop_database, unique_name
+from inbox.testing import new_database
 
 EVENTS = 20_000
 BIG_TABLES = {"inbox_events", "inbox_attempts", "inbox_deliveries"}
@@ -28,13 +28,9 @@ BIG_TABLES = {"inbox_events", "inbox_attempts", "inbox_deliveries"}
 
 @pytest.fixture(scope="module")
 def filled_url(pg_server: str, template_db: str) -> Iterator[str]:
-    name = unique_name("inbox_plans")
-    url = create_database(pg_server, name, template=template_db)
-    try:
+    with new_database(pg_server, template=template_db, prefix="inbox_plans") as url:
         fill(url, events=EVENTS)
         yield url
-    finally:
-        drop_database(pg_server, name)
 
 
 def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:

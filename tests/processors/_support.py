@@ -1,17 +1,17 @@
-"""Running an in-process worker against a test database until a condition holds."""
+"""Writing events and running an in-process worker (``processors.testing``) in the tests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 import psycopg
 
 from inbox import InboxWriter
 from inbox._core.settings import WorkerSettings
-from processors import Router, Worker, WorkerMetrics
-from tests._wait import await_for, scalar
+from processors import Router, WorkerMetrics
+from processors.testing import run_until
+from tests._wait import scalar
 
 FAST = {
     "poll_interval_seconds": 0.5,
@@ -47,23 +47,16 @@ def run_worker_until(
     condition: Callable[[], bool],
     *,
     worker_settings: WorkerSettings | None = None,
-    concurrency: int = 1,
-    timeout: float = 30,
     what: str = "the condition",
+    **options: Any,  # run_until's concurrency, timeout
 ) -> WorkerMetrics:
-    """Run a worker in this process until ``condition()`` holds, then stop it gracefully."""
-    worker = Worker(url, router, worker_settings or settings(), concurrency=concurrency)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run)
-            try:
-                await await_for(condition, within=timeout, what=what)
-            finally:
-                worker.request_stop()
-
-    anyio.run(main)
-    return worker.metrics
+    """``processors.testing.run_until`` with the tests' fast settings, failing the test
+    with what was awaited."""
+    try:
+        return run_until(url, router, condition, settings=worker_settings or settings(), **options)
+    except TimeoutError:
+        timeout = options.get("timeout", 30)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
 
 
 def run_until_first_attempt(url: str, router: Router) -> WorkerMetrics:

@@ -25,7 +25,9 @@ from tests.processors._support import (
 
 EVENTS = 20
 FAILING = 7  # the n of the event whose handler fails; events are claimed in n order
-NO_RETRY_SOON = {"backoff_base_seconds": 60, "backoff_max_seconds": 60}
+# Full jitter draws a failure's delay from [0, base]: with a week, the chance that the failed
+# event is retried within the test's second or so is ~1 in 600,000 (at 60 s it was ~1 in 600).
+NO_RETRY_SOON = {"backoff_base_seconds": 604_800, "backoff_max_seconds": 604_800}
 
 
 def _outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
@@ -96,7 +98,7 @@ EXPECTED_ERROR = {"raise": "RuntimeError", "swallow": "HandlerLeftTransactionAbo
 @pytest.mark.parametrize("kind", ["async", "sync"])
 @pytest.mark.parametrize("failure", ["raise", "swallow"])
 def test_a_failing_handler_leaves_every_other_effect_exactly_once(
-    db_url: str, mode: str, kind: str, failure: str
+    db_url: str, worker_url: str, mode: str, kind: str, failure: str
 ) -> None:
     create_business_table(db_url)
     ids = write_events(db_url, EVENTS)
@@ -104,7 +106,7 @@ def test_a_failing_handler_leaves_every_other_effect_exactly_once(
     router = _router(kind, calls, FAILURES[(kind, failure)])
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= EVENTS,
         worker_settings=settings(savepoints=mode, **NO_RETRY_SOON),
@@ -122,14 +124,14 @@ def test_a_failing_handler_leaves_every_other_effect_exactly_once(
     assert calls == Counter({n: 2 if n < reruns else 1 for n in range(EVENTS)})
 
 
-def test_a_batch_without_failures_runs_each_handler_once(db_url: str) -> None:
+def test_a_batch_without_failures_runs_each_handler_once(db_url: str, worker_url: str) -> None:
     create_business_table(db_url)
     write_events(db_url, FAILING)  # n = 0 .. FAILING-1: no handler fails
     calls: Counter[int] = Counter()
     router = _router("async", calls, _raise_async)
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
         worker_settings=settings(savepoints="batch"),
@@ -140,7 +142,7 @@ def test_a_batch_without_failures_runs_each_handler_once(db_url: str) -> None:
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
 def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
-    db_url: str, kind: str
+    db_url: str, worker_url: str, kind: str
 ) -> None:
     # A handler that times out always ends past the batch's deadline. The events that ran
     # before it lost their writes with the shared savepoint; they must run again in this
@@ -167,7 +169,7 @@ def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
             conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
     metrics = run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 6,
         worker_settings=settings(savepoints="batch", handler_timeout_seconds=0.5, **NO_RETRY_SOON),

@@ -62,9 +62,9 @@ def _claim_node(plan: dict[str, Any]) -> dict[str, Any]:
     return locking
 
 
-def test_the_claim_walks_the_partial_index(db_url: str) -> None:
+def test_the_claim_walks_the_partial_index(db_url: str, worker_url: str) -> None:
     _load(db_url, history=1000)
-    plan = _explain(db_url)
+    plan = _explain(worker_url)
     work_scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "inbox_work"]
     assert [n["Node Type"] for n in work_scans] == ["Index Scan"]
     assert work_scans[0]["Index Name"] == "inbox_work_claim"
@@ -91,7 +91,7 @@ def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
     assert _blocks(fetches[0]) <= 4 * 100
 
 
-def test_the_next_due_lookup_probes_the_claim_index(db_url: str) -> None:
+def test_the_next_due_lookup_probes_the_claim_index(db_url: str, worker_url: str) -> None:
     from processors._store import NEXT_DUE
 
     _load(db_url, history=1000)
@@ -103,6 +103,7 @@ def test_the_next_due_lookup_probes_the_claim_index(db_url: str) -> None:
         )
         conn.commit()
         conn.execute("analyze inbox_work")
+    with psycopg.connect(worker_url) as conn:
         due_in = conn.execute(NEXT_DUE).fetchone()
         row = conn.execute("explain (analyze, buffers, format json) " + NEXT_DUE).fetchone()
     assert due_in is not None

@@ -29,13 +29,13 @@ def test_an_unmigrated_database_is_refused_with_the_fix(empty_db_url: str) -> No
     assert "run `inbox db upgrade` first" in result.stderr
 
 
-def test_an_app_that_is_not_a_router_is_refused(db_url: str) -> None:
-    result = _worker(db_url, "tests.processors.fault_app:SLEEP_SECONDS")
+def test_an_app_that_is_not_a_router_is_refused(worker_url: str) -> None:
+    result = _worker(worker_url, "tests.processors.fault_app:SLEEP_SECONDS")
     assert result.returncode == 2
     assert "'SLEEP_SECONDS' in tests.processors.fault_app is float, not a processors.Router" in (
         result.stderr
     )
-    missing = _worker(db_url, "tests.processors.nowhere:router")
+    missing = _worker(worker_url, "tests.processors.nowhere:router")
     assert missing.returncode == 2
     assert "cannot import 'tests.processors.nowhere'" in missing.stderr
 

@@ -73,10 +73,12 @@ def running_listeners(url: str) -> int:
 
 
 def test_three_worker_processes_share_the_backlog_exactly_once(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     create_business_table(db_url)
-    workers.extend(WorkerProcess(db_url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="2") for n in range(3))
+    workers.extend(
+        WorkerProcess(worker_url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="2") for n in range(3)
+    )
     # All three are up and idle before the work arrives, so they compete for it from the
     # first batch (a process that started late could otherwise find nothing left).
     wait_for(lambda: running_listeners(db_url) == 3, timeout=120, what="three workers up")
@@ -96,7 +98,12 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
     ids=["batch", "event", "batch-traced"],
 )
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess], savepoints: str, tracing: str
+    db_url: str,
+    worker_url: str,
+    tmp_path: Path,
+    workers: list[WorkerProcess],
+    savepoints: str,
+    tracing: str,
 ) -> None:
     create_business_table(db_url)
     write_orders(db_url, 2000, refunds_too=True)
@@ -110,7 +117,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
         "FAULT_TRACING": tracing,
     }
-    workers.extend(WorkerProcess(db_url, tmp_path, n, **slow) for n in range(3))
+    workers.extend(WorkerProcess(worker_url, tmp_path, n, **slow) for n in range(3))
     rng = random.Random(7)
     kills = 0
     while kills < 12:
@@ -131,7 +138,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         )
         victim.kill()
         kills += 1
-        workers.append(WorkerProcess(db_url, tmp_path, len(workers), **slow))
+        workers.append(WorkerProcess(worker_url, tmp_path, len(workers), **slow))
     assert not queue_is_empty(db_url), "the backlog drained before the kills were done"
     wait_for(lambda: queue_is_empty(db_url), timeout=240, what="the backlog to drain")
     for worker in workers:
@@ -148,7 +155,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
 
 
 def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     create_business_table(db_url)
     write_orders(db_url, 60)
@@ -156,12 +163,12 @@ def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
 
     def poison_is_dead() -> bool:
         if not workers[-1].alive():
-            workers.append(WorkerProcess(db_url, tmp_path, len(workers), **env))
+            workers.append(WorkerProcess(worker_url, tmp_path, len(workers), **env))
         return scalar(
             db_url, "select count(*) from inbox_attempts where outcome = 'crashed'"
         ) == 1 and queue_is_empty(db_url)
 
-    workers.append(WorkerProcess(db_url, tmp_path, 0, **env))
+    workers.append(WorkerProcess(worker_url, tmp_path, 0, **env))
     wait_for(poison_is_dead, timeout=180, what="the poison pill to be dead-lettered")
     with psycopg.connect(db_url) as conn:
         dead = conn.execute(
@@ -179,11 +186,11 @@ def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
 
 
 def test_sigterm_mid_batch_exits_zero_and_commits_the_batch_whole(
-    db_url: str, tmp_path: Path, workers: list[WorkerProcess]
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     create_business_table(db_url)
     write_orders(db_url, 300)
-    worker = WorkerProcess(db_url, tmp_path, 0, FAULT_HANDLER_SLEEP_MS="30")
+    worker = WorkerProcess(worker_url, tmp_path, 0, FAULT_HANDLER_SLEEP_MS="30")
     workers.append(worker)
     wait_for(
         lambda: scalar(db_url, "select count(*) from inbox_claims") > 0,

@@ -13,7 +13,9 @@ from tests._wait import await_for, scalar
 from tests.processors._support import settings
 
 
-def test_terminated_listener_reconnects_and_events_keep_flowing(db_url: str) -> None:
+def test_terminated_listener_reconnects_and_events_keep_flowing(
+    db_url: str, worker_url: str
+) -> None:
     router = Router()
     handled: list[int] = []
 
@@ -22,7 +24,7 @@ def test_terminated_listener_reconnects_and_events_keep_flowing(db_url: str) -> 
         handled.append(event.id)
 
     # A poll so slow that only wake-ups can explain prompt processing.
-    worker = Worker(db_url, router, settings(poll_interval_seconds=60))
+    worker = Worker(worker_url, router, settings(poll_interval_seconds=60))
     metrics = worker.metrics.registry
 
     def sample(name: str) -> float:

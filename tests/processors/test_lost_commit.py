@@ -20,12 +20,12 @@ from tests.processors._support import create_business_table, run_worker_until, w
     ids=["commit-happened", "commit-lost"],
 )
 def test_lost_commit_is_resolved_by_rereading_and_every_effect_happens_once(
-    db_url: str, commit_reaches_server: bool, committed: int, not_committed: int
+    db_url: str, worker_url: str, commit_reaches_server: bool, committed: int, not_committed: int
 ) -> None:
     create_business_table(db_url)
     write_events(db_url, 20)
     cutter = CommitCutter(after=b"inbox_attempts", forward_commit=commit_reaches_server)
-    proxy = PostgresProxy(db_url, cutter)
+    proxy = PostgresProxy(worker_url, cutter)
     router = Router()
 
     @router.on("shop")

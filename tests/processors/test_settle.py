@@ -13,7 +13,9 @@ from tests._wait import scalar
 from tests.processors._support import write_events
 
 
-def test_a_released_suspect_keeps_the_crashes_it_caused_before(db_url: str) -> None:
+def test_a_released_suspect_keeps_the_crashes_it_caused_before(
+    db_url: str, worker_url: str
+) -> None:
     # A suspect (claimed 3 times by workers that died) and a fresh event are both claimed
     # again (counted: 4 and 1), then released unrun at shutdown. The suspect must keep its
     # 3 earlier crashes, or a poison pill could shed them and go back to ordinary batches.
@@ -31,7 +33,7 @@ def test_a_released_suspect_keeps_the_crashes_it_caused_before(db_url: str) -> N
     ]
 
     async def settle() -> None:
-        async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        async with await psycopg.AsyncConnection.connect(worker_url) as conn:
             await WorkStore().settle(conn, decisions, "w")
             await conn.commit()
 

@@ -45,7 +45,7 @@ def _charge(card: str) -> None:
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
 def test_a_failed_attempt_keeps_its_traceback_and_the_worker_logs_it(
-    db_url: str, kind: str
+    db_url: str, worker_url: str, kind: str
 ) -> None:
     write_events(db_url, 1)
     router = Router()
@@ -63,7 +63,7 @@ def test_a_failed_attempt_keeps_its_traceback_and_the_worker_logs_it(
             _charge("4242")
 
     with capture_logs() as logs:
-        run_until_first_attempt(db_url, router)
+        run_until_first_attempt(worker_url, router)
     stored = scalar(db_url, "select error_traceback from inbox_attempts")
     assert stored.startswith("Traceback (most recent call last):\n")
     assert stored.endswith("RuntimeError: card 4242 declined\n")
@@ -88,7 +88,9 @@ def _deep_failure(levels: int) -> None:
         raise RuntimeError(f"level {levels} failed") from exc
 
 
-def test_a_long_traceback_is_cut_at_its_start_and_stored_within_the_bound(db_url: str) -> None:
+def test_a_long_traceback_is_cut_at_its_start_and_stored_within_the_bound(
+    db_url: str, worker_url: str
+) -> None:
     write_events(db_url, 1)
     router = Router()
 
@@ -96,7 +98,7 @@ def test_a_long_traceback_is_cut_at_its_start_and_stored_within_the_bound(db_url
     async def deep(event: Event, conn: Any) -> None:
         _deep_failure(60)
 
-    run_until_first_attempt(db_url, router)
+    run_until_first_attempt(worker_url, router)
     stored = scalar(db_url, "select error_traceback from inbox_attempts")
     assert len(stored) <= MAX_TRACEBACK
     assert len(stored) > MAX_TRACEBACK - 200  # cut to the bound, not far below it
@@ -106,11 +108,11 @@ def test_a_long_traceback_is_cut_at_its_start_and_stored_within_the_bound(db_url
     assert "in deep" in stored.splitlines()[-5]
 
 
-def test_retry_and_skip_store_no_traceback(db_url: str) -> None:
+def test_retry_and_skip_store_no_traceback(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     write_events(db_url, 1, source="other")
     router = _retry_once(after=0.01)
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
     rows = scalar(
         db_url,
         "select array_agg(outcome || ':' || (error_traceback is null) order by id)"
@@ -119,7 +121,7 @@ def test_retry_and_skip_store_no_traceback(db_url: str) -> None:
     assert sorted(rows) == ["processed:true", "retry:true", "skipped:true"]
 
 
-def _run_logged(db_url: str, mode: str, count: int) -> list[dict[str, Any]]:
+def _run_logged(db_url: str, worker_url: str, mode: str, count: int) -> list[dict[str, Any]]:
     write_events(db_url, count)
     write_events(db_url, 2, source="crm", event_type="contact.created")
     router = Router()
@@ -130,7 +132,7 @@ def _run_logged(db_url: str, mode: str, count: int) -> list[dict[str, Any]]:
 
     with capture_logs() as logs:
         run_worker_until(
-            db_url,
+            worker_url,
             router,
             lambda: work_left(db_url) == 0,
             worker_settings=settings(log_events=mode),
@@ -140,8 +142,9 @@ def _run_logged(db_url: str, mode: str, count: int) -> list[dict[str, Any]]:
 
 def test_each_committed_batch_is_logged_with_its_counts_sources_and_duration(
     db_url: str,
+    worker_url: str,
 ) -> None:
-    logs = _run_logged(db_url, "batch", 5)
+    logs = _run_logged(db_url, worker_url, "batch", 5)
     batches = [e for e in logs if e["event"] == "batch_processed"]
     assert batches, logs
     assert all(b["log_level"] == "info" for b in batches)
@@ -157,8 +160,8 @@ def test_each_committed_batch_is_logged_with_its_counts_sources_and_duration(
     assert not [e for e in logs if e["event"] == "event_processed"]
 
 
-def test_log_events_event_logs_a_line_per_processed_event(db_url: str) -> None:
-    logs = _run_logged(db_url, "event", 5)
+def test_log_events_event_logs_a_line_per_processed_event(db_url: str, worker_url: str) -> None:
+    logs = _run_logged(db_url, worker_url, "event", 5)
     lines = [e for e in logs if e["event"] == "event_processed"]
     ids = scalar(db_url, "select array_agg(id order by id) from inbox_events")
     assert sorted(e["event_id"] for e in lines) == ids
@@ -173,16 +176,16 @@ def test_log_events_event_logs_a_line_per_processed_event(db_url: str) -> None:
     assert not [e for e in logs if e["event"] == "batch_processed"]
 
 
-def test_log_events_none_logs_nothing_on_success(db_url: str) -> None:
-    logs = _run_logged(db_url, "none", 3)
+def test_log_events_none_logs_nothing_on_success(db_url: str, worker_url: str) -> None:
+    logs = _run_logged(db_url, worker_url, "none", 3)
     assert not [e for e in logs if e["event"] in ("batch_processed", "event_processed")]
 
 
-def _run_on_a_slow_poll(db_url: str, router: Router) -> None:
+def _run_on_a_slow_poll(db_url: str, worker_url: str, router: Router) -> None:
     # The queue must empty in far less than the poll interval: only a worker that wakes
     # for the retry itself can do that.
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: work_left(db_url) == 0,
         worker_settings=settings(poll_interval_seconds=60),
@@ -191,10 +194,10 @@ def _run_on_a_slow_poll(db_url: str, router: Router) -> None:
     )
 
 
-def test_a_retry_runs_when_due_not_at_the_next_poll(db_url: str) -> None:
+def test_a_retry_runs_when_due_not_at_the_next_poll(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     clocks: list[Any] = []
-    _run_on_a_slow_poll(db_url, _retry_once(after=0.3, clocks=clocks))
+    _run_on_a_slow_poll(db_url, worker_url, _retry_once(after=0.3, clocks=clocks))
     with psycopg.connect(db_url) as conn:
         rows = conn.execute("select outcome from inbox_attempts order by id").fetchall()
     assert [r[0] for r in rows] == ["retry", "processed"]
@@ -204,7 +207,9 @@ def test_a_retry_runs_when_due_not_at_the_next_poll(db_url: str) -> None:
     assert 0.3 <= gap < 5.0, f"the retry ran {gap:.3f} s after it was scheduled"
 
 
-def test_a_retry_another_process_scheduled_is_found_in_the_table(db_url: str) -> None:
+def test_a_retry_another_process_scheduled_is_found_in_the_table(
+    db_url: str, worker_url: str
+) -> None:
     # As a worker that scheduled a retry and then stopped would leave it.
     [event_id] = write_events(db_url, 1)
     with psycopg.connect(db_url) as conn:
@@ -220,7 +225,7 @@ def test_a_retry_another_process_scheduled_is_found_in_the_table(db_url: str) ->
     async def ok(event: Event, conn: Any) -> None:
         pass
 
-    _run_on_a_slow_poll(db_url, router)
+    _run_on_a_slow_poll(db_url, worker_url, router)
     started = scalar(db_url, "select started_at from inbox_attempts")
     late = (started - due_at).total_seconds()
     assert 0.0 <= late < 5.0, f"ran {late:.3f} s after it fell due"

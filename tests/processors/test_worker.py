@@ -19,7 +19,7 @@ from tests.processors._support import (
 )
 
 
-def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
+def test_async_handler_writes_commit_with_the_settle(db_url: str, worker_url: str) -> None:
     create_business_table(db_url)
     ids = write_events(db_url, 200)
     router = Router()
@@ -31,7 +31,7 @@ def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
             [event.id, event.json()["n"]],
         )
 
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0, what="an empty queue")
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0, what="an empty queue")
     assert scalar(db_url, "select count(*) from payments") == 200
     assert scalar(db_url, "select count(distinct event_id) from payments") == 200
     assert scalar(db_url, "select count(*) from inbox_work") == 0
@@ -44,7 +44,9 @@ def test_async_handler_writes_commit_with_the_settle(db_url: str) -> None:
     assert scalar(db_url, "select count(*) from inbox_claims") == 0
 
 
-def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(db_url: str) -> None:
+def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(
+    db_url: str, worker_url: str
+) -> None:
     create_business_table(db_url)
     write_events(db_url, 50)
     router = Router()
@@ -55,13 +57,15 @@ def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(db_url: str
         seen.append(type(conn))
         conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
     assert set(seen) == {psycopg.Connection}
     assert scalar(db_url, "select count(*) from payments") == 50
 
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
-def test_a_handler_that_writes_then_raises_leaves_no_business_row(db_url: str, kind: str) -> None:
+def test_a_handler_that_writes_then_raises_leaves_no_business_row(
+    db_url: str, worker_url: str, kind: str
+) -> None:
     create_business_table(db_url)
     [event_id] = write_events(db_url, 1)
     router = Router()
@@ -80,7 +84,7 @@ def test_a_handler_that_writes_then_raises_leaves_no_business_row(db_url: str, k
             conn.execute("insert into payments (event_id) values (%s)", [event.id])
             raise RuntimeError("card network said no")
 
-    run_until_first_attempt(db_url, router)
+    run_until_first_attempt(worker_url, router)
     assert scalar(db_url, "select count(*) from payments") == 0
     with psycopg.connect(db_url) as conn:
         attempt = conn.execute(
@@ -95,7 +99,9 @@ def test_a_handler_that_writes_then_raises_leaves_no_business_row(db_url: str, k
     assert work == ("pending", 1, True, "RuntimeError: card network said no")
 
 
-def test_failures_back_off_then_dead_letter_after_max_attempts(db_url: str) -> None:
+def test_failures_back_off_then_dead_letter_after_max_attempts(
+    db_url: str, worker_url: str
+) -> None:
     [event_id] = write_events(db_url, 1)
     router = Router()
 
@@ -104,7 +110,7 @@ def test_failures_back_off_then_dead_letter_after_max_attempts(db_url: str) -> N
         raise ValueError(f"attempt {event.attempt} failed")
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 1,
         worker_settings=settings(max_attempts=4, backoff_base_seconds=0.05, backoff_max_seconds=1),
@@ -125,7 +131,7 @@ def test_failures_back_off_then_dead_letter_after_max_attempts(db_url: str) -> N
     assert work == ("dead", 4, "ValueError: attempt 4 failed")
 
 
-def test_retry_after_reschedules_without_counting_a_failure(db_url: str) -> None:
+def test_retry_after_reschedules_without_counting_a_failure(db_url: str, worker_url: str) -> None:
     [event_id] = write_events(db_url, 1)
     router = Router()
     calls: list[int] = []
@@ -141,7 +147,7 @@ def test_retry_after_reschedules_without_counting_a_failure(db_url: str) -> None
         if len(calls) == 1:
             raise Retry(after=0.3, reason="rate limited")
 
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
     with psycopg.connect(db_url) as conn:
         rows = conn.execute(
             "select outcome, attempt, error_message from inbox_attempts order by id"
@@ -154,7 +160,7 @@ def test_retry_after_reschedules_without_counting_a_failure(db_url: str) -> None
     assert event_id
 
 
-def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str) -> None:
+def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1, source="stripe", event_type="charge.refunded")
     router = Router()
 
@@ -162,7 +168,7 @@ def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str) -> No
     async def invoices(event: Event, conn: Any) -> None:
         raise AssertionError("must not run")
 
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
     with psycopg.connect(db_url) as conn:
         row = conn.execute("select outcome, error_message from inbox_attempts").fetchone()
     assert row is not None
@@ -170,10 +176,10 @@ def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str) -> No
     assert "no handler routed for source 'stripe', type 'charge.refunded'" in row[1]
 
 
-def test_unrouted_events_fail_when_configured_to(db_url: str) -> None:
+def test_unrouted_events_fail_when_configured_to(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     run_worker_until(
-        db_url,
+        worker_url,
         Router(),
         lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 1,
         worker_settings=settings(unrouted="fail", max_attempts=1),
@@ -181,7 +187,7 @@ def test_unrouted_events_fail_when_configured_to(db_url: str) -> None:
     assert scalar(db_url, "select error_class from inbox_attempts") == "NoRouteError"
 
 
-def test_async_handler_deadline_is_a_failed_attempt(db_url: str) -> None:
+def test_async_handler_deadline_is_a_failed_attempt(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     router = Router()
 
@@ -189,13 +195,13 @@ def test_async_handler_deadline_is_a_failed_attempt(db_url: str) -> None:
     async def hangs(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
         await conn.execute("select pg_sleep(30)")
 
-    run_until_first_attempt(db_url, router)
+    run_until_first_attempt(worker_url, router)
     row = scalar(db_url, "select error_class || ': ' || error_message from inbox_attempts")
     assert row.startswith("HandlerTimeoutError: handler ")
     assert "exceeded 0.2 s" in row
 
 
-def test_sync_handler_deadline_cancels_its_query(db_url: str) -> None:
+def test_sync_handler_deadline_cancels_its_query(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     router = Router()
 
@@ -204,7 +210,7 @@ def test_sync_handler_deadline_cancels_its_query(db_url: str) -> None:
         conn.execute("select pg_sleep(30)")
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 1,
         worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
@@ -213,7 +219,7 @@ def test_sync_handler_deadline_cancels_its_query(db_url: str) -> None:
     assert scalar(db_url, "select error_class from inbox_attempts") == "HandlerTimeoutError"
 
 
-def test_event_fields_reach_the_handler(db_url: str) -> None:
+def test_event_fields_reach_the_handler(db_url: str, worker_url: str) -> None:
     from inbox import InboxWriter
 
     with InboxWriter(db_url) as writer:
@@ -225,7 +231,7 @@ def test_event_fields_reach_the_handler(db_url: str) -> None:
     async def capture(event: Event, conn: Any) -> None:
         seen.append(event)
 
-    run_worker_until(db_url, router, lambda: work_left(db_url) == 0)
+    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
     [event] = seen
     assert (event.source, event.key, event.type, event.attempt) == (
         "stripe",
@@ -239,7 +245,7 @@ def test_event_fields_reach_the_handler(db_url: str) -> None:
     assert event.is_replay is False
 
 
-def test_worker_sessions_carry_server_side_guardrails(db_url: str) -> None:
+def test_worker_sessions_carry_server_side_guardrails(db_url: str, worker_url: str) -> None:
     write_events(db_url, 1)
     router = Router()
     seen: dict[str, str] = {}
@@ -257,7 +263,7 @@ def test_worker_sessions_carry_server_side_guardrails(db_url: str) -> None:
             seen[name] = row[0]
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: work_left(db_url) == 0,
         worker_settings=settings(handler_timeout_seconds=7),
@@ -269,7 +275,7 @@ def test_worker_sessions_carry_server_side_guardrails(db_url: str) -> None:
     }
 
 
-def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
+def test_poll_only_mode_finds_new_work_without_listening(db_url: str, worker_url: str) -> None:
     import anyio
 
     from processors import Worker
@@ -282,7 +288,7 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
     async def ok(event: Event, conn: Any) -> None:
         handled.append(event.id)
 
-    worker = Worker(db_url, router, settings(listen=False, poll_interval_seconds=0.1))
+    worker = Worker(worker_url, router, settings(listen=False, poll_interval_seconds=0.1))
 
     def listeners() -> int:
         return int(
@@ -322,6 +328,7 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str) -> None:
 
 def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_statements(
     db_url: str,
+    worker_url: str,
 ) -> None:
     # Both handler kinds run on one server session; psycopg prepares a statement after a few
     # executions and names it per connection object, so two objects preparing on one session
@@ -341,7 +348,7 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
         conn.execute(insert, [event.id, "sync"])
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 80,
         worker_settings=settings(batch_size=64),
@@ -351,7 +358,9 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
     assert scalar(db_url, "select count(*) from payments") == 80
 
 
-def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(db_url: str) -> None:
+def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(
+    db_url: str, worker_url: str
+) -> None:
     # A NUL, or a lone surrogate from a file name that was not UTF-8: stored as is, either
     # would fail the settle, roll the batch back and charge every event with a crash.
     create_business_table(db_url)
@@ -365,7 +374,7 @@ def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(db_url: s
         await conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
     run_worker_until(
-        db_url,
+        worker_url,
         router,
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 3,
         worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),

@@ -28,7 +28,7 @@ urlpatterns: list[Any] = []  # this module is the test URLconf; each test fills 
 
 
 @pytest.fixture
-def django_client(make_settings: Make, db_url: str) -> Iterator[Any]:
+def django_client(make_settings: Make, receiver_url: str) -> Iterator[Any]:
     import django
     from django.conf import settings as django_settings
     from django.test import Client
@@ -42,8 +42,8 @@ def django_client(make_settings: Make, db_url: str) -> Iterator[Any]:
             ROOT_URLCONF=__name__, ALLOWED_HOSTS=["testserver"], MIDDLEWARE=[], SECRET_KEY="t"
         )
         django.setup()
-    with InboxWriter(db_url) as writer:
-        view = webhook_view(make_settings(db_url), writer=writer)
+    with InboxWriter(receiver_url) as writer:
+        view = webhook_view(make_settings(receiver_url), writer=writer)
         urlpatterns[:] = [path("hooks/<str:source>", view)]
         clear_url_caches()
         yield Client()
@@ -52,9 +52,9 @@ def django_client(make_settings: Make, db_url: str) -> Iterator[Any]:
 
 
 def test_django_view_stores_and_acknowledges(
-    django_client: Any, make_settings: Make, db_url: str
+    django_client: Any, make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
-    settings = make_settings(db_url)
+    settings = make_settings(receiver_url)
     request = signed(settings, "sw", url="http://testserver/hooks/{source}")
     extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in request.headers.items()}
     extra["HTTP_COOKIE"] = "session=secret"
@@ -88,9 +88,9 @@ def test_django_view_refuses_bad_input(django_client: Any, db_url: str) -> None:
 
 
 def test_django_view_answers_alipay_with_success(
-    django_client: Any, make_settings: Make, db_url: str
+    django_client: Any, make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
-    request = signed(make_settings(db_url), "alipay")
+    request = signed(make_settings(receiver_url), "alipay")
     response = django_client.generic(
         "POST", "/hooks/alipay", request.body, content_type=request.headers["content-type"]
     )
@@ -102,24 +102,24 @@ def test_django_view_answers_alipay_with_success(
 
 
 @pytest.fixture
-def flask_client(make_settings: Make, db_url: str) -> Iterator[Any]:
+def flask_client(make_settings: Make, receiver_url: str) -> Iterator[Any]:
     from flask import Flask
 
     from inbox.contrib.flask import create_blueprint
 
     app = Flask(__name__)
-    with InboxWriter(db_url) as writer:
+    with InboxWriter(receiver_url) as writer:
         app.register_blueprint(
-            create_blueprint(make_settings(db_url), writer=writer), url_prefix="/inbox"
+            create_blueprint(make_settings(receiver_url), writer=writer), url_prefix="/inbox"
         )
         yield app.test_client()
 
 
 def test_flask_blueprint_stores_and_acknowledges(
-    flask_client: Any, make_settings: Make, db_url: str
+    flask_client: Any, make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
     request = signed(
-        make_settings(db_url), "github", url="http://localhost/inbox/webhooks/{source}"
+        make_settings(receiver_url), "github", url="http://localhost/inbox/webhooks/{source}"
     )
     response = flask_client.post(
         "/inbox/webhooks/github", data=request.body, headers=request.headers
@@ -165,8 +165,10 @@ def test_flask_and_django_views_need_a_database(make_settings: Make) -> None:
 # -- ASGI: mounted in a host app, and streamed through httpx ---------------------------------
 
 
-def test_the_asgi_app_mounts_under_a_host_app(make_settings: Make, db_url: str) -> None:
-    settings = make_settings(db_url)
+def test_the_asgi_app_mounts_under_a_host_app(
+    make_settings: Make, db_url: str, receiver_url: str
+) -> None:
+    settings = make_settings(receiver_url)
     host = Starlette(routes=[Mount("/inbox", app=create_app(settings))])
     with TestClient(host) as client:
         request = signed(settings, "sw")
@@ -176,10 +178,12 @@ def test_the_asgi_app_mounts_under_a_host_app(make_settings: Make, db_url: str) 
     assert count_events(db_url) == 1
 
 
-def test_the_asgi_app_mounts_in_fastapi(make_settings: Make, db_url: str) -> None:
+def test_the_asgi_app_mounts_in_fastapi(
+    make_settings: Make, db_url: str, receiver_url: str
+) -> None:
     from fastapi import FastAPI
 
-    settings = make_settings(db_url)
+    settings = make_settings(receiver_url)
     host = FastAPI()
     host.mount("/hooks", create_app(settings))
     with TestClient(host) as client:
@@ -194,9 +198,9 @@ def test_the_asgi_app_mounts_in_fastapi(make_settings: Make, db_url: str) -> Non
 
 @pytest.mark.anyio
 async def test_an_oversize_stream_is_refused_without_reading_the_rest(
-    make_settings: Make, db_url: str
+    make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
-    settings = make_settings(db_url)
+    settings = make_settings(receiver_url)
     sent = 0
 
     async def body() -> AsyncIterator[bytes]:
@@ -205,7 +209,7 @@ async def test_an_oversize_stream_is_refused_without_reading_the_rest(
             sent += 1
             yield b"x" * 16
 
-    async with AsyncInboxWriter(db_url) as writer:
+    async with AsyncInboxWriter(receiver_url) as writer:
         app = create_app(settings, writer=writer)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:

@@ -20,8 +20,8 @@ Make = Callable[..., Settings]
 
 
 @pytest.fixture
-def settings(make_settings: Make, db_url: str) -> Settings:
-    return make_settings(db_url)
+def settings(make_settings: Make, receiver_url: str) -> Settings:
+    return make_settings(receiver_url)
 
 
 @pytest.fixture
@@ -213,17 +213,17 @@ def test_metrics_count_requests_by_source_and_outcome(
     assert 'inbox_receiver_write_seconds_count{source="sw"} 2.0' in text
 
 
-def test_each_app_has_its_own_metrics(make_settings: Make, db_url: str) -> None:
-    one, two = create_app(make_settings(db_url)), create_app(make_settings(db_url))
+def test_each_app_has_its_own_metrics(make_settings: Make, receiver_url: str) -> None:
+    one, two = create_app(make_settings(receiver_url)), create_app(make_settings(receiver_url))
     with TestClient(one) as first, TestClient(two) as second:
         first.post("/webhooks/nope", content=b"")
         assert "not_found" in first.get("/metrics").text
         assert "not_found" not in second.get("/metrics").text
 
 
-def test_a_none_source_logs_a_warning_at_start_up(make_settings: Make, db_url: str) -> None:
+def test_a_none_source_logs_a_warning_at_start_up(make_settings: Make, receiver_url: str) -> None:
     with capture_logs() as logs:
-        create_app(make_settings(db_url))
+        create_app(make_settings(receiver_url))
     [warning] = [e for e in logs if e["event"] == "unverified_source_configured"]
     assert (warning["source"], warning["log_level"]) == ("open", "warning")
 
@@ -266,9 +266,9 @@ def test_a_database_that_is_down_gives_503_within_the_write_timeout(
 
 
 def test_a_database_that_hangs_gives_503_and_nothing_commits(
-    make_settings: Make, db_url: str
+    make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
-    settings = make_settings(db_url, write_timeout_seconds=0.5)
+    settings = make_settings(receiver_url, write_timeout_seconds=0.5)
     with (
         TestClient(create_app(settings)) as client,
         psycopg.connect(db_url) as blocker,

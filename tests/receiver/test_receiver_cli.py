@@ -68,9 +68,9 @@ def wait_until_healthy(url: str, process: subprocess.Popen[str], deadline_s: flo
 
 @pytest.fixture
 def served(
-    tmp_path: Path, db_url: str, unused_tcp_port: int, rsa_pair: RsaPair
+    tmp_path: Path, receiver_url: str, unused_tcp_port: int, rsa_pair: RsaPair
 ) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
-    config = write_config(tmp_path / "inbox.toml", db_url, unused_tcp_port, rsa_pair)
+    config = write_config(tmp_path / "inbox.toml", receiver_url, unused_tcp_port, rsa_pair)
     process = subprocess.Popen(
         [sys.executable, "-m", "inbox._cli.main", "--config", str(config), "serve"],
         stdout=subprocess.PIPE,

@@ -95,10 +95,10 @@ def _rows_by_source(db_url: str) -> dict[str, int]:
 
 
 def test_fuzzed_requests_never_store_unsigned_and_never_5xx(
-    make_settings: Make, db_url: str
+    make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
     statuses: set[int] = set()
-    with TestClient(create_app(make_settings(db_url))) as client:
+    with TestClient(create_app(make_settings(receiver_url))) as client:
 
         @settings(
             max_examples=100,

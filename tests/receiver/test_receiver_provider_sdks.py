@@ -29,9 +29,9 @@ TWILIO_SHARED_KEY = "twilio-shared-key-secret"
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
+def client(receiver_url: str) -> Iterator[TestClient]:
     settings = Settings(
-        database={"url": db_url},
+        database={"url": receiver_url},
         sources=[
             {"name": "svix", "verifier": "standard-webhooks", "secrets": [SW_SECRET]},
             {"name": "shop", "verifier": "shopify", "secrets": [SHOPIFY_SECRET]},

@@ -6,9 +6,7 @@ schemes and ``cryptography``; a receiver with a Stripe source should load Stripe
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from tests._imports import loaded_after as _loaded_after
 
 SCHEME_MODULES = (
     "inbox._providers._alipay",
@@ -27,15 +25,7 @@ SCHEME_MODULES = (
 
 def loaded_after(code: str) -> set[str]:
     """The scheme modules (and whether cryptography) a fresh interpreter holds after ``code``."""
-    probe = (
-        f"{code}\nimport json, sys\n"
-        f"names = {list(SCHEME_MODULES)!r} + ['cryptography']\n"
-        "print(json.dumps([n for n in names if n in sys.modules]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    return set(json.loads(result.stdout))
+    return set(_loaded_after(code, [*SCHEME_MODULES, "cryptography"]))
 
 
 def test_importing_the_writer_loads_no_scheme_and_no_cryptography() -> None:

@@ -1,0 +1,61 @@
+"""Retention: removing old events through the audited path (``inbox prune``).
+
+The log is append-only; the one way out is the ``inbox_prune`` function (migration 0006),
+which deletes old events with their deliveries and attempts and records who did it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from inbox._core.errors import RefusedError
+from inbox._core.logs import get_logger
+from inbox._operations.models import PruneResult, Via, check_via
+from inbox._operations.store import LogStore
+from inbox._operations.term import human_duration
+from inbox.queries import MINIMUM_RETENTION, Db, connection, current_actor
+
+__all__ = ["prune"]
+
+log = get_logger("inbox.queries")
+
+
+def prune(
+    db: Db,
+    older_than: timedelta,
+    *,
+    minimum: timedelta = MINIMUM_RETENTION,
+    dry_run: bool = False,
+    actor: str | None = None,
+    via: Via = "api",
+) -> PruneResult:
+    """Remove events received more than ``older_than`` ago, with their deliveries and
+    attempts, through the audited retention path. Events with work left (pending, retrying
+    or dead) are kept. Refuses an ``older_than`` below ``minimum``: a pruned key can be
+    accepted again, so a provider's late retry would run twice. ``actor`` (default:
+    ``user@host`` of this process) and ``via`` are recorded in the audit.
+    """
+    check_via(via)
+    if older_than < minimum:
+        raise RefusedError(
+            "refusing to prune events younger than the minimum retention of"
+            f" {human_duration(minimum.total_seconds())} (asked for"
+            f" {human_duration(older_than.total_seconds())}): a pruned key can be accepted"
+            " again, so a provider's late retry would be processed twice. Prune older events.",
+            action="prune",
+        )
+    with connection(db, "prune the inbox") as conn:
+        store = LogStore(conn)
+        if dry_run:
+            return store.prune_preview(older_than.total_seconds())
+        with conn.transaction():
+            result = store.prune(older_than.total_seconds(), actor or current_actor(), via)
+        cutoff = result.cutoff
+    log.info(
+        "inbox_pruned",
+        cutoff=cutoff.isoformat(),
+        events=result.events_deleted,
+        kept=result.events_kept,
+        audit_id=result.audit_id,
+    )
+    return result
