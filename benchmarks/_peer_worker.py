@@ -6,12 +6,15 @@ product's environment does not have); ``benchmarks.processing`` runs it as a sub
 
     benchmarks/.peers-venv/bin/python benchmarks/_peer_worker.py install pgqueuer URL
     ... enqueue SYSTEM URL N                      # the backlog, through the peer's own API
-    ... work SYSTEM URL [--driver] [--batch-size] [--concurrency] [--record FILE]
+    ... work SYSTEM URL [--driver] [--batch-size] [--concurrency] [--record FILE] [--pool N]
     ... write SYSTEM URL --count N --gap-ms LO-HI --out FILE [--driver]
 
 SYSTEM is ``pgqueuer`` or ``procrastinate``. ``work`` runs the peer's documented worker API
 with a no-op job until SIGTERM/SIGINT; with ``--record`` the job appends
-``key <time.time()>`` to FILE when it starts (for the wake-latency figure). ``write`` enqueues
+``key <time.time()>`` to FILE when it starts (for the wake-latency figure); with ``--pool N``
+(PGQueuer) the job does the benchmarks' business INSERT instead, through an asyncpg pool of N
+connections, as a team using PGQueuer would write it (the job runs after PGQueuer's dequeue
+committed, so the INSERT is its own transaction, not atomic with the job). ``write`` enqueues
 one job at a time and appends ``key <time.time() after the commit returned>`` to --out.
 """
 
@@ -96,10 +99,26 @@ async def pgq_work(args: argparse.Namespace) -> None:
     record = Recorder(args.record)
     qm = QueueManager(Queries(await _pgq_driver(args.url, args.driver)))
 
-    @qm.entrypoint(ENTRYPOINT)
-    async def noop(job: Job) -> None:
-        if args.record:
-            record((job.payload or b"").decode())
+    if args.pool:
+        import asyncpg
+
+        pool = await asyncpg.create_pool(
+            **_asyncpg_params(args.url), min_size=args.pool, max_size=args.pool
+        )
+
+        @qm.entrypoint(ENTRYPOINT)
+        async def business(job: Job) -> None:
+            # The same row as pg-inbox's benchmarks._apps:business handler writes.
+            await pool.execute(
+                "insert into bench_business (event_id, amount) values ($1, $2)", job.id, 4200
+            )
+
+    else:
+
+        @qm.entrypoint(ENTRYPOINT)
+        async def noop(job: Job) -> None:
+            if args.record:
+                record((job.payload or b"").decode())
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -202,6 +221,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--driver", choices=("psycopg", "asyncpg"), default="psycopg")
     p.add_argument("--batch-size", type=int, default=10)
     p.add_argument("--concurrency", type=int, default=0)
+    p.add_argument("--pool", type=int, default=0, help="PGQueuer: INSERT via an asyncpg pool")
     p.add_argument("--delete-jobs", default="never", choices=("never", "successful", "always"))
     p.add_argument("--record", default=None)
     p.add_argument("--out", default=None)

@@ -34,7 +34,7 @@ CLAIM_SIZE = 64
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
     from processors._batch import BATCH_SAVEPOINT
-    from processors._store import CLAIM_BATCH, WorkStore
+    from processors._store import CLAIM_BATCH, START, WorkStore
 
     store = WorkStore()
     times = []
@@ -51,7 +51,12 @@ async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]
             await conn.rollback()
         cur = await conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH,  # type: ignore[operator]
-            {"batch_size": CLAIM_SIZE},
+            {
+                "batch_size": CLAIM_SIZE,
+                **dict(
+                    zip(("after_priority", "after_run_at", "after_event_id"), START, strict=True)
+                ),
+            },
         )
         row = await cur.fetchone()
         await conn.rollback()

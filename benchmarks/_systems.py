@@ -8,6 +8,7 @@ peers run from their own virtual environment through ``_peer_worker.py``.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import signal
 import subprocess
@@ -38,6 +39,12 @@ class System:
     name: str  # inbox-noop | inbox-business | pgqueuer-psycopg | pgqueuer-asyncpg | procrastinate
     batch_size: int = 0  # pgqueuer batch_size
     concurrency: int = 1  # pg-inbox --concurrency; procrastinate concurrency; pgq max tasks
+    pool: int = 0  # PGQueuer: >0 = its job does the business INSERT through an asyncpg pool
+
+    @property
+    def business(self) -> bool:
+        """Each event/job writes one bench_business row."""
+        return self.name == "inbox-business" or self.pool > 0
 
     @property
     def family(self) -> str:
@@ -51,7 +58,8 @@ class System:
         if self.family == "pgqueuer":
             driver = self.name.split("-")[1]
             limit = f", max_concurrent_tasks={self.concurrency}" if self.concurrency > 1 else ""
-            return f"PGQueuer {driver}, batch_size={self.batch_size}{limit}"
+            insert = f", 1 INSERT via pool of {self.pool}" if self.pool else ""
+            return f"PGQueuer {driver}, batch_size={self.batch_size}{limit}{insert}"
         return f"procrastinate, concurrency={self.concurrency}"
 
     @property
@@ -61,7 +69,8 @@ class System:
             kind = "no-op" if self.name == "inbox-noop" else "business"
             return f"pg-inbox {kind} c={self.concurrency}"
         if self.family == "pgqueuer":
-            return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}"
+            insert = f" INSERT p={self.pool}" if self.pool else ""
+            return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}{insert}"
         return f"procrastinate c={self.concurrency}"
 
     @property
@@ -74,12 +83,13 @@ class System:
 
 
 def parse_system(text: str) -> System:
-    """``name[:b=N][:c=N]``, e.g. ``pgqueuer-asyncpg:b=100`` or ``procrastinate:c=20``."""
+    """``name[:b=N][:c=N][:p=N]``, e.g. ``pgqueuer-asyncpg:b=100``, ``procrastinate:c=20`` or
+    ``pgqueuer-asyncpg:b=200:p=32`` (PGQueuer's job INSERTs through an asyncpg pool of 32)."""
     name, *opts = text.split(":")
     kwargs: dict[str, int] = {}
     for opt in opts:
         key, _, value = opt.partition("=")
-        kwargs[{"b": "batch_size", "c": "concurrency"}[key]] = int(value)
+        kwargs[{"b": "batch_size", "c": "concurrency", "p": "pool"}[key]] = int(value)
     if name.startswith("pgqueuer"):
         kwargs.setdefault("batch_size", 10)
         kwargs.setdefault("concurrency", 0)
@@ -117,6 +127,8 @@ def worker_command(env: Env, system: System, url: str, record: str | None = None
         cmd += ["--driver", driver, "--batch-size", str(system.batch_size)]
         if system.concurrency:
             cmd += ["--concurrency", str(system.concurrency)]
+        if system.pool:
+            cmd += ["--pool", str(system.pool)]
     else:
         cmd += ["--concurrency", str(system.concurrency)]
     if record:
@@ -249,6 +261,20 @@ class Drain:
     startup: float  # seconds from spawning to the first observed progress
     ok: bool
     note: str = ""
+    cpu_us: float = 0.0  # the workers' CPU (user + system) per event counted, microseconds
+
+
+def cpu_seconds(procs: Sequence[subprocess.Popen[bytes]]) -> float:
+    """User + system CPU seconds the processes have used so far (Linux /proc; 0 elsewhere)."""
+    total = 0
+    for p in procs:
+        try:
+            # Fields after the command's parenthesis: utime and stime are the 12th and 13th.
+            fields = Path(f"/proc/{p.pid}/stat").read_text().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def drain(
@@ -270,6 +296,7 @@ def drain(
             for i in range(processes)
         ]
         first_at: float | None = None
+        first_cpu = last_cpu = 0.0
         first_left = backlog
         left = backlog
         note = ""
@@ -281,7 +308,9 @@ def drain(
                     on_progress(left, procs)
                 if first_at is None and left < backlog:
                     first_at, first_left = now, left
+                    first_cpu = cpu_seconds(procs)
                 if left == 0:
+                    last_cpu = cpu_seconds(procs)
                     break
                 if now - spawned > timeout or (first_at is None and now - spawned > 60):
                     note = f"timeout with {left} left"
@@ -304,10 +333,18 @@ def drain(
         return Drain(0.0, done_at - spawned, first_at - spawned, False, note)
     counted = first_left
     span = max(done_at - first_at, 1e-6)
-    return Drain(counted / span, done_at - spawned, first_at - spawned, not note, note)
+    cpu_us = (last_cpu - first_cpu) / counted * 1e6
+    return Drain(counted / span, done_at - spawned, first_at - spawned, not note, note, cpu_us)
 
 
 def check_inbox_result(url: str, system: System, backlog: int) -> str:
+    """What is wrong with a drained database (every event processed once, every business row
+    written once), or ""."""
+    if system.family == "pgqueuer" and system.pool:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("select count(*) from bench_business").fetchone()
+        rows = int(row[0]) if row else 0
+        return "" if rows == backlog else f"business rows={rows}"
     if system.family != "inbox":
         return ""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -348,6 +385,8 @@ def make_templates(server: str, peers_python: str | None, families: set[str]) ->
                 check=True,
                 capture_output=True,
             )
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(BUSINESS_TABLE_DDL)  # type: ignore[arg-type]
     return templates
 
 

@@ -40,15 +40,20 @@ from the client, rolled back; and the server's EXPLAIN ANALYZE execution time of
 then one worker's drain rate.
 Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after draining
 --rss-events events.
+
+**Backlog size** (``--figures backlog``). One ``inbox worker`` (no-op, ``--concurrency 1``)
+drains each of --backlogs (default 20,000 and 1,000,000), loaded once and copied per run,
+sizes interleaved; the rate as in the throughput figure, and the worker's RSS every tenth.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks._backlog import BacklogRow, render_backlogs, run_backlogs
 from benchmarks._common import (
     OUT_DIR,
     loadavg,
@@ -86,6 +91,30 @@ class Cell:
         rates = self.rates()
         return median(rates) if rates else 0.0
 
+    def median_cpu_us(self) -> float:
+        cpus = [r.cpu_us for r in self.runs if r.ok]
+        return median(cpus) if cpus else 0.0
+
+
+def _best(group: list[Cell], keep: Callable[[System], bool]) -> Cell | None:
+    cells = [c for c in group if keep(c.system) and c.median_rate()]
+    return max(cells, key=Cell.median_rate) if cells else None
+
+
+def goal_ratios(group: list[Cell]) -> list[tuple[str, Cell, Cell]]:
+    """The issue's comparisons within one process count: (what, pg-inbox cell, peer cell),
+    each side at its best configuration measured."""
+    ours_b = _best(group, lambda s: s.name == "inbox-business")
+    ours_n = _best(group, lambda s: s.name == "inbox-noop")
+    pgq_b = _best(group, lambda s: s.family == "pgqueuer" and s.business)
+    pgq_n = _best(group, lambda s: s.family == "pgqueuer" and not s.business)
+    pairs = [
+        ("pg-inbox business ÷ PGQueuer with the same INSERT", ours_b, pgq_b),
+        ("pg-inbox business ÷ PGQueuer no-op", ours_b, pgq_n),
+        ("pg-inbox no-op ÷ PGQueuer no-op", ours_n, pgq_n),
+    ]
+    return [(what, a, b) for what, a, b in pairs if a is not None and b is not None]
+
 
 def run_throughput(
     env: Env, systems: list[System], procs: list[int], backlog: int, runs: int, timeout: float
@@ -104,7 +133,8 @@ def run_throughput(
             cell.runs.append(result)
             print(
                 f"run {rep + 1}/{runs}  {cell.processes} proc x {s.label:<52}"
-                f" {result.rate:>8,.0f}/s  start->empty {result.total:6.1f} s"
+                f" {result.rate:>8,.0f}/s  cpu {result.cpu_us:5.0f} us/ev"
+                f"  start->empty {result.total:6.1f} s"
                 f"  (startup {result.startup:.2f} s, load1 {load1})"
                 f"{'  ' + result.note if result.note else ''}",
                 flush=True,
@@ -116,8 +146,9 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
     lines = [
         f"## Processing throughput: {backlog:,}-event backlog",
         "",
-        "| procs | system | events/s (median) | range | start→empty s (median) | vs pg-inbox (b) |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| procs | system | events/s (median) | range | worker CPU µs/event (median)"
+        " | start→empty s (median) | vs pg-inbox (b) |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for p in sorted({c.processes for c in cells}):
         group = [c for c in cells if c.processes == p]
@@ -134,7 +165,25 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
             failed = len(c.runs) - len(rates)
             extra = f" ({failed} failed)" if failed else ""
             lines.append(
-                f"| {p} | {c.system.label} | {med:,.0f}{extra} | {rng} | {total:.1f} | {ratio} |"
+                f"| {p} | {c.system.label} | {med:,.0f}{extra} | {rng}"
+                f" | {c.median_cpu_us():,.0f} | {total:.1f} | {ratio} |"
+            )
+    ratios = [
+        (p, g)
+        for p in sorted({c.processes for c in cells})
+        for g in goal_ratios([c for c in cells if c.processes == p])
+    ]
+    if ratios:
+        lines += [
+            "",
+            "| procs | comparison (each at its best here) | ratio of medians | pair |",
+            "|---:|---|---:|---|",
+        ]
+        for p, (what, a, b) in ratios:
+            lines.append(
+                f"| {p} | {what} | {a.median_rate() / b.median_rate():.2f}x"
+                f" | {a.system.short_label} {a.median_rate():,.0f}/s vs"
+                f" {b.system.short_label} {b.median_rate():,.0f}/s |"
             )
     lines += [
         "",
@@ -142,16 +191,22 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
         " = pg-inbox with its business INSERT ÷ the peer, same process count (>1 means"
         " pg-inbox is faster). Rate = rows finished after the first poll that saw progress ÷"
         " the time from that poll to the poll that saw none (start-up excluded);"
-        " start→empty includes interpreter start-up and connecting.",
+        " start→empty includes interpreter start-up and connecting. Worker CPU = user + system"
+        " CPU of the worker processes over the same span ÷ the events counted (PostgreSQL's"
+        " own CPU not included).",
     ]
     return lines
 
 
 # Each system in its best configurations measured here (the sweep figure): pg-inbox with 2
-# and 4 claim loops per process, PGQueuer with batches of 200, procrastinate with 10.
+# and 4 claim loops per process, PGQueuer with batches of 200, procrastinate with 10; and
+# PGQueuer doing pg-inbox's business INSERT in its job through an asyncpg pool, at the pool
+# sizes swept (its best depends on the machine, so all of them are in the table).
 DEFAULT_THROUGHPUT = (
     "inbox-noop:c=2,inbox-business:c=2,inbox-business:c=4,"
-    "pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,procrastinate:c=10"
+    "pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,"
+    "pgqueuer-asyncpg:b=200:p=10,pgqueuer-asyncpg:b=200:p=32,"
+    "pgqueuer-asyncpg:b=200:p=64,pgqueuer-asyncpg:b=200:p=90,procrastinate:c=10"
 )
 DEFAULT_LATENCY = "inbox-noop,pgqueuer-psycopg,pgqueuer-asyncpg,procrastinate:c=1"
 DEFAULT_SWEEP = (
@@ -160,7 +215,7 @@ DEFAULT_SWEEP = (
     "pgqueuer-asyncpg:b=10,pgqueuer-asyncpg:b=50,pgqueuer-asyncpg:b=200,"
     "procrastinate:c=1,procrastinate:c=10,procrastinate:c=50"
 )
-FIGURES = ("sweep", "throughput", "latency", "scale", "rss")
+FIGURES = ("sweep", "throughput", "latency", "scale", "rss", "backlog")
 
 
 @dataclass
@@ -181,6 +236,7 @@ class Plan:
     scale_backlog: int = 20_000
     claim_reps: int = 30
     rss_events: int = 200_000
+    backlogs: list[int] = field(default_factory=lambda: [20_000, 1_000_000])
     timeout: float = 900.0
 
     @property
@@ -196,6 +252,7 @@ class ProcessingResult:
     latency: list[LatencyCell] = field(default_factory=list)
     scale: list[ScaleRow] = field(default_factory=list)
     rss: RssResult | None = None
+    backlogs: list[BacklogRow] = field(default_factory=list)
 
 
 def measure(env: Env, plan: Plan) -> ProcessingResult:
@@ -216,6 +273,8 @@ def measure(env: Env, plan: Plan) -> ProcessingResult:
         )
     if ("scale" in figures or "rss" in figures) and plan.rss_events > 0:
         out.rss = run_rss(env, plan.rss_events, plan.timeout * 4)
+    if "backlog" in figures:
+        out.backlogs = run_backlogs(env, plan.backlogs, plan.runs, plan.timeout * 4)
     return out
 
 
@@ -233,6 +292,8 @@ def render(result: ProcessingResult) -> list[list[str]]:
         sections.append(render_latency(result.latency, plan.events, plan.gap))
     if result.scale or result.rss:
         sections.append(render_scale(result.scale, result.rss, plan.scale_backlog, plan.runs))
+    if result.backlogs:
+        sections.append(render_backlogs(result.backlogs, plan.runs))
     return sections
 
 
@@ -266,6 +327,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--scale-backlog", type=int, default=20_000)
     p.add_argument("--claim-reps", type=int, default=30)
     p.add_argument("--rss-events", type=int, default=200_000, help="0: no RSS figure")
+    p.add_argument("--backlogs", default="20000,1000000", help="the backlog figure's sizes")
     p.add_argument("--poll-ms", type=float, default=50.0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per drain, at most")
     p.add_argument("--peers-python", default=default_peers_python(), help=PEERS_HELP)
@@ -275,6 +337,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.backlog, args.runs, args.events = 2_000, 1, 200
         args.histories, args.scale_backlog, args.rss_events = "1000,100000", 2_000, 5_000
         args.sweep_backlog, args.claim_reps = 2_000, 10
+        args.backlogs = "2000,20000"
     return args
 
 
@@ -295,6 +358,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         scale_backlog=args.scale_backlog,
         claim_reps=args.claim_reps,
         rss_events=args.rss_events,
+        backlogs=[int(x) for x in args.backlogs.split(",")],
         timeout=args.timeout,
     )
 

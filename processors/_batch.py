@@ -5,6 +5,16 @@ fails, the batch rolls back to it: the failure is decided, and the other events 
 in a savepoint of its own, so one event's failure never takes another's writes with it. With
 ``savepoints = "event"`` every event gets its own savepoint from the start.
 
+Under the shared savepoint, consecutive async handlers run in one psycopg pipeline: their
+statements go out without waiting for results, and one sync at the end (or before a sync
+handler, which must never meet an open pipeline) collects them. A server error then surfaces
+at a later statement or at the sync, in whichever handler happens to wait, so it names no
+handler: the batch is undone and every handler that ran runs again isolated, where the error
+is charged to the handler whose statement it is. A handler that reads waits for its results
+(a fetch syncs): correct, one round trip. A handler's own exception (``Retry`` included) after
+a clean sync is its own, as without a pipeline; a timeout in a pipeline may be a wait on
+another handler's statement, so it is treated like a server error.
+
 The result is a list of decisions; nothing here writes outcomes (the store does, in one
 statement) or commits (the worker does, once per batch).
 """
@@ -16,6 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -41,7 +52,7 @@ from processors._router import Route, Router
 from processors._store import ClaimedEvent
 from processors._tracing import handler_span
 
-__all__ = ["BATCH_SAVEPOINT", "BatchRunner", "SavepointMode"]
+__all__ = ["BATCH_SAVEPOINT", "MAX_ISOLATED", "BatchRunner", "SavepointMode"]
 
 log = get_logger("processors.worker")
 
@@ -59,17 +70,84 @@ EVENT_SAVEPOINT = "savepoint inbox_handler"
 NEXT_EVENT_SAVEPOINT = "release savepoint inbox_handler; savepoint inbox_handler"
 UNDO_EVENT = "rollback to savepoint inbox_handler"
 
+# The shortest wait for a pipeline's results, whatever the handlers' deadlines say.
+SYNC_FLOOR_SECONDS = 0.1
+
+# Events run isolated, each in a subtransaction, in one batch at most. PostgreSQL caches 64
+# subtransaction ids per transaction (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction
+# "overflows" and every session's snapshots must consult pg_subtrans, slowing the whole
+# server. Released savepoints still count (undone ones do not), so after a failure the
+# events past this many go back to the queue unrun, for the next batch.
+MAX_ISOLATED = 64
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
 class _Undo(Exception):
-    """The shared savepoint must be undone: ``index``'s handler failed with ``decision``."""
+    """The shared savepoint must be undone: ``index``'s handler failed with ``decision``, or
+    (both None) a statement of the batch's pipeline failed and whose it was is not known."""
 
-    def __init__(self, index: int, decision: Decision) -> None:
+    def __init__(
+        self, index: int | None = None, decision: Decision | None = None, timeout: float = 0.0
+    ) -> None:
         self.index = index
         self.decision = decision
+        # Unknown whose: the longest timeout of the pipelined handlers, one of which runs
+        # again and may take all of it.
+        self.timeout = timeout
+
+
+class _Pipeline:
+    """The shared pass's pipeline, opened before an async handler, closed (one sync) before a
+    sync handler, after a handler's failure and at the end of the pass."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = conn
+        self._open: AbstractAsyncContextManager[psycopg.AsyncPipeline] | None = None
+        self._pipeline: psycopg.AsyncPipeline | None = None
+        self._deadline = float("inf")
+        self.longest_timeout = 0.0
+
+    async def open(self, handler_timeout: float) -> None:
+        """Before an async handler whose deadline is ``handler_timeout`` seconds away."""
+        if self._open is None:
+            opening = self._conn.pipeline()
+            self._pipeline = await opening.__aenter__()
+            self._open = opening
+        self._deadline = min(self._deadline, time.monotonic() + handler_timeout)
+        self.longest_timeout = max(self.longest_timeout, handler_timeout)
+
+    async def close(self) -> bool:
+        """Sync and leave pipeline mode. True when every statement sent succeeded and the
+        transaction is not aborted (a handler may have caught an error and gone on).
+
+        A sync still waiting at the earliest deadline of the handlers whose statements it
+        carries is cancelled on the server (psycopg waits for the cancel to land, so the
+        connection stays usable for the undo); the isolated re-run then finds whose
+        statement was slow, each handler waiting on its own."""
+        if self._open is None or self._pipeline is None:
+            return True
+        opened, pipeline = self._open, self._pipeline
+        self._open = self._pipeline = None
+        # A floor, so that results already on their way are not cancelled for nothing when
+        # the handlers' own Python outlasted the deadline.
+        wait = max(self._deadline - time.monotonic(), SYNC_FLOOR_SECONDS)
+        self._deadline = float("inf")
+        clean = True
+        try:
+            async with asyncio.timeout(wait):
+                await pipeline.sync()
+        except (psycopg.Error, TimeoutError):
+            clean = False
+        try:
+            # Nothing is in flight now: leaving syncs once more, which raises only if the
+            # connection is gone (then the undo fails too and the batch rolls back whole).
+            await opened.__aexit__(None, None, None)
+        except psycopg.Error:
+            clean = False
+        return clean and self._conn.pgconn.transaction_status != pq.TransactionStatus.INERROR
 
 
 class BatchRunner:
@@ -107,6 +185,7 @@ class BatchRunner:
         decisions: list[Decision | None] = [None] * len(batch)
         self._event_savepoint_taken = False
         if self._savepoints == "batch":
+            shared_started = time.monotonic()
             try:
                 if not batch_savepoint_taken:
                     await conn.execute(BATCH_SAVEPOINT)
@@ -126,16 +205,24 @@ class BatchRunner:
                             decision.finished_at - decision.started_at
                         ).total_seconds()
                         decisions[i] = None
-                decisions[undo.index] = undo.decision
                 # A failure can come at or past the batch's deadline (a handler that timed
                 # out always does): the events it undid get the time they took once more,
                 # twice over, up to one handler timeout, instead of being released unrun.
-                rerun_budget = min(self._timeout, 2 * undone_seconds + 1.0)
+                if undo.index is not None and undo.decision is not None:
+                    decisions[undo.index] = undo.decision
+                    rerun_budget = min(self._timeout, 2 * undone_seconds + 1.0)
+                else:
+                    # A pipeline's failure: the handlers' statements ran on the server after
+                    # their handlers returned, so the pass's wall time is what was undone;
+                    # the handler whose statement failed runs again too, and may take its
+                    # whole timeout (a slow statement that timed the sync out will).
+                    undone_seconds = time.monotonic() - shared_started
+                    rerun_budget = min(self._timeout, 2 * undone_seconds + 1.0) + undo.timeout
                 deadline = max(deadline, time.monotonic() + rerun_budget)
                 log.info(
                     "batch_rerun_isolated",
                     worker=self._worker,
-                    failed_event_id=undo.decision.event_id,
+                    failed_event_id=None if undo.decision is None else undo.decision.event_id,
                     undone_seconds=round(undone_seconds, 3),
                 )
         await self._run_all(conn, sync_conn, batch, decisions, should_stop, deadline, shared=False)
@@ -153,6 +240,8 @@ class BatchRunner:
         shared: bool,
     ) -> None:
         """Decide every event that has no decision yet."""
+        pipe = _Pipeline(conn) if shared else None
+        isolated = 0
         for i, item in enumerate(batch):
             if decisions[i] is not None:
                 continue
@@ -161,10 +250,13 @@ class BatchRunner:
                 # Before the deadline check: a poison pill is never released to crash again.
                 self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
                 decisions[i] = decide_crashed(claimed, now=_now())
-            elif should_stop() or time.monotonic() > deadline:
+            elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
                 decisions[i] = decide_released(claimed, now=_now())
             else:
-                decisions[i] = await self._run_one(conn, sync_conn, item, i, shared=shared)
+                isolated += not shared
+                decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+        if pipe is not None and not await pipe.close():
+            raise _Undo(timeout=pipe.longest_timeout)
 
     async def _run_one(
         self,
@@ -172,9 +264,11 @@ class BatchRunner:
         sync_conn: psycopg.Connection[Any],
         item: ClaimedEvent,
         index: int,
-        *,
-        shared: bool,
+        pipe: _Pipeline | None,
     ) -> Decision:
+        """Run one event's handler: in the shared savepoint (``pipe``, whose pipeline carries
+        the async handlers' statements), or in a savepoint of its own (None)."""
+        shared = pipe is not None
         claimed, event = item.claimed, item.event
         route = self._router.resolve(event.source, event.type)
         if route is None:
@@ -187,6 +281,12 @@ class BatchRunner:
             self._log_failure(event, decision)
             return decision
 
+        pipelined = pipe is not None and route.is_async
+        if pipe is not None:
+            if route.is_async:
+                await pipe.open(route.timeout_seconds or self._timeout)
+            elif not await pipe.close():
+                raise _Undo(timeout=pipe.longest_timeout)
         started = _now()
         error: BaseException | None = None
         if not shared:
@@ -197,7 +297,8 @@ class BatchRunner:
         try:
             with handler_span(item, route.name):
                 await self._call(route, event, conn, sync_conn)
-                if conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
+                # (In a pipeline the status is known at the sync: _Pipeline.close checks it.)
+                if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
                     raise HandlerLeftTransactionAbortedError(
                         f"handler {route.name} returned, but a statement of its failed and it"
                         " went on: the transaction is aborted (let database errors propagate)"
@@ -207,6 +308,12 @@ class BatchRunner:
             if not shared:
                 # If this fails, the connection is gone: the batch rolls back as a whole.
                 await conn.execute(UNDO_EVENT)
+        if error is not None and pipe is not None and pipelined:
+            # The undo cannot run in a pipeline. A server error, or a timeout (perhaps a wait
+            # on another handler's statement), may not be this handler's: re-run them all.
+            clean = await pipe.close()
+            if not clean or isinstance(error, psycopg.Error | HandlerTimeoutError):
+                raise _Undo(timeout=pipe.longest_timeout)
 
         decision = self._decide(item, route.name, error, started)
         if error is None:

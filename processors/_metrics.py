@@ -23,8 +23,8 @@ __all__ = ["WorkerMetrics"]
 _LAG_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
 )  # fmt: skip
-# A batch holds at most 64 events (processors._worker.MAX_BATCH).
-_BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+# A batch holds at most 256 events (processors._worker.MAX_BATCH; 64 with savepoints = "event").
+_BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 @dataclass

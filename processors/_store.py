@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, LiteralString
 
 import psycopg
@@ -14,7 +15,7 @@ from inbox._core.sql import load_queries
 from processors._decide import Claimed, Decision
 from processors._event import Event
 
-__all__ = ["Claim", "ClaimedEvent", "SessionLimits", "WorkStore"]
+__all__ = ["Claim", "ClaimCursor", "ClaimedEvent", "SessionLimits", "WorkStore"]
 
 QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
@@ -35,13 +36,54 @@ class ClaimedEvent:
     traceparent: str | None = None
 
 
+# An index position of inbox_work_claim: (priority, run_at, event_id).
+Position = tuple[int, datetime, int]
+# Before every entry: a claim from here scans the index from its start.
+START: Position = (-32768, datetime.min.replace(tzinfo=UTC), 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A claimed batch, and whether a suspect was found waiting (the caller then gives the
-    batch up: a suspect runs with the process to itself)."""
+    batch up: a suspect runs with the process to itself). ``last``: the index position of
+    the batch's last row (None when empty)."""
 
     batch: list[ClaimedEvent]
     suspect_waiting: bool
+    last: Position | None = None
+
+
+class ClaimCursor:
+    """Where a claim loop's next claim starts scanning inbox_work_claim (I/O free).
+
+    A settled work row leaves a dead entry in the index until vacuum removes it, and a claim
+    from the index's start walks every one: draining a 1,000,000-event backlog, the claim
+    grew from 3 to 25 ms as the dead prefix grew. So after a full batch the next claim
+    resumes after that batch's last row. What a resumed scan cannot see (a row behind the
+    position: committed late with an earlier run_at, given back by a worker that died or a
+    batch released unrun, a new live event while the loop was among the replays) is found
+    by the scan from the start, which runs after any short batch and at least every
+    ``rescan_seconds`` — so such a row waits at most that long, and no longer than before
+    when the queue is short.
+    """
+
+    def __init__(self, rescan_seconds: float = 1.0) -> None:
+        self._rescan_seconds = rescan_seconds
+        self._after = START
+        self._rescan_at = 0.0
+
+    def start(self, now: float) -> Position:
+        """The position the claim taken at monotonic time ``now`` scans after."""
+        if now >= self._rescan_at:
+            self._after = START
+        if self._after == START:
+            self._rescan_at = now + self._rescan_seconds
+        return self._after
+
+    def claimed(self, claim: Claim, batch_size: int) -> None:
+        """Resume after a full batch; rescan from the start after a short one."""
+        full = len(claim.batch) == batch_size and claim.last is not None
+        self._after = claim.last if full and claim.last is not None else START
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +110,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         headers,
         body,
         traceparent,
+        *_,  # claim_batch's index position of the row
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
     # The row comes from our own schema: no need to validate what the database typed.
@@ -115,21 +158,34 @@ class WorkStore:
         *,
         look_for_suspect: bool,
         then: LiteralString | None = None,
+        after: Position = START,
     ) -> Claim:
         """Open the claim transaction and lock up to ``batch_size`` due events that are not
-        suspects; in the same round trip, look for a suspect and run ``then`` (the batch's
-        savepoint), so a woken worker reaches its first handler sooner."""
+        suspects, scanning the index after ``after`` (see ClaimCursor); in the same round
+        trip, look for a suspect and run ``then`` (the batch's savepoint), so a woken worker
+        reaches its first handler sooner."""
         async with conn.pipeline():
             suspects = conn.cursor(row_factory=tuple_row)
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT)
             cursor = conn.cursor(row_factory=tuple_row)
-            await cursor.execute(CLAIM_BATCH, {"batch_size": batch_size})
+            params = {
+                "batch_size": batch_size,
+                "after_priority": after[0],
+                "after_run_at": after[1],
+                "after_event_id": after[2],
+            }
+            await cursor.execute(CLAIM_BATCH, params)
             if then is not None:
                 await conn.execute(then)
             rows = await cursor.fetchall()
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
-        return Claim(batch=[_claimed_event(row) for row in rows], suspect_waiting=suspect_waiting)
+        last = (rows[-1][11], rows[-1][12], rows[-1][0]) if rows else None
+        return Claim(
+            batch=[_claimed_event(row) for row in rows],
+            suspect_waiting=suspect_waiting,
+            last=last,
+        )
 
     async def next_due_in(self, conn: AsyncConn) -> float | None:
         """Seconds until the earliest pending event that is not due yet; None if none."""

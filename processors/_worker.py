@@ -23,7 +23,7 @@ import psycopg
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
 from inbox._core.settings import WorkerSettings
-from processors._batch import BATCH_SAVEPOINT, BatchRunner
+from processors._batch import BATCH_SAVEPOINT, MAX_ISOLATED, BatchRunner
 from processors._decide import (
     Decision,
     Policy,
@@ -36,18 +36,19 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import ClaimedEvent, SessionLimits, WorkStore
+from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore
 
 __all__ = ["Worker"]
 
 log = get_logger("processors.worker")
 
-# A batch is one transaction; after a handler fails (and always with savepoints = "event")
-# each handler is a subtransaction. PostgreSQL caches 64 subtransaction ids per transaction
-# (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction "overflows" and every session's
-# snapshots must consult pg_subtrans, slowing the whole server. Released savepoints still
-# count, so a batch never holds more than 64 events.
-MAX_BATCH = 64
+# A batch is one transaction. Under the shared savepoint a batch's size costs no
+# subtransactions (after a failure at most MAX_ISOLATED events re-run, each in its own, and
+# the rest are released), and a bigger claim spreads the claim, the claim counters, the
+# settle and the commit over more events: 256 drained a backlog 1.3-2.7x faster than 64 here
+# (benchmarks/ANALYSIS.md). With savepoints = "event" every event is a subtransaction, so a
+# batch holds at most MAX_ISOLATED.
+MAX_BATCH = 256
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
@@ -102,7 +103,9 @@ class Worker:
             grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
         )
         self._store = WorkStore()
-        self._batch_size = min(settings.batch_size, MAX_BATCH)
+        self._batch_size = min(
+            settings.batch_size, MAX_BATCH if settings.savepoints == "batch" else MAX_ISOLATED
+        )
         # anyio primitives need the running event loop: made in run().
         self._wakeup: Wakeup | None = None
         self._gate: SuspectGate | None = None
@@ -223,6 +226,7 @@ class Worker:
         failures = 0
         unresolved: list[int] = []
         worker = f"{self.name}/{n}"
+        cursor = ClaimCursor()
         while not self._stopping:
             try:
                 async with self._connections(n) as session:
@@ -232,7 +236,7 @@ class Worker:
                         unresolved = []
                     while not self._stopping:
                         wake = wakeup.current()
-                        claimed = await self._one_batch(session, n)
+                        claimed = await self._one_batch(session, n, cursor)
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
@@ -289,7 +293,7 @@ class Worker:
             note="events not committed are claimable again; nothing is re-run blindly",
         )
 
-    async def _one_batch(self, session: ClaimSession, n: int) -> int:
+    async def _one_batch(self, session: ClaimSession, n: int, cursor: ClaimCursor) -> int:
         assert self._gate is not None
         conn = session.conn
         shared_savepoint = self._settings.savepoints == "batch"
@@ -300,7 +304,9 @@ class Worker:
                 self._batch_size,
                 look_for_suspect=n == 0,
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
+                after=cursor.start(time.monotonic()),
             )
+            cursor.claimed(claim, self._batch_size)
             if not claim.suspect_waiting:
                 return await self._run_claimed(session, claim.batch, shared_savepoint)
             await conn.rollback()

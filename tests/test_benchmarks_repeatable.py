@@ -39,7 +39,7 @@ def test_the_committed_results_name_no_path_of_the_machine_they_ran_on() -> None
     assert "site-packages" not in text
     assert "PYTHONPATH" not in text
     commands = re.findall(r"^`(.+)`$", text, flags=re.MULTILINE)
-    assert len(commands) == 6  # one per figure, each repeatable from the repository's root
+    assert len(commands) == 7  # one per figure, each repeatable from the repository's root
     assert all(c.startswith("python -m benchmarks ") for c in commands)
 
 

@@ -95,7 +95,7 @@ def test_a_bad_argument_is_one_line_and_exit_2(
         ("INBOX_DATABASE_URL", "postgres//typo", ["INBOX_DATABASE_URL", "'postgres//typo'"]),
         ("INBOX_DATABASE__URL", "host=db bogus=1", ["INBOX_DATABASE__URL", "bogus"]),
         ("INBOX_DATABASE_URL", "postgresql://u:hunter2@db:port/x", ["port", "u:***@"]),
-        ("INBOX_WORKER__BATCH_SIZE", "100", ["worker.batch_size", f"at most {MAX_BATCH_SIZE}"]),
+        ("INBOX_WORKER__BATCH_SIZE", "300", ["worker.batch_size", f"at most {MAX_BATCH_SIZE}"]),
         ("INBOX_SOURCES", "[{bad", ["INBOX_SOURCES", "not valid JSON"]),
         ("INBOX_CONFIG", ".", ["cannot read it", "Is a directory"]),
     ],
@@ -117,13 +117,13 @@ def test_a_batch_size_over_the_cap_in_a_file_names_the_file_and_the_reason(
     cli: Run, tmp_path: Path
 ) -> None:
     config = tmp_path / "inbox.toml"
-    config.write_text("[worker]\nbatch_size = 100\n", encoding="utf-8")
+    config.write_text("[worker]\nbatch_size = 300\n", encoding="utf-8")
     code, _, err = cli("--config", str(config), "status")
     assert code == 2
     line = _one_error_line(err)
     assert str(config) in line
-    assert "worker.batch_size = 100" in line
-    assert "subtransaction" in line
+    assert "worker.batch_size = 300" in line
+    assert "holds its rows' locks" in line
 
 
 def test_a_settings_file_that_is_not_text_is_one_line(cli: Run, tmp_path: Path) -> None:

@@ -4,15 +4,23 @@
 -- Take up to batch_size due events that no worker has an unsettled claim on, in order
 -- (live work before replays, then due time), skipping rows other workers hold. The inner
 -- query walks the partial index inbox_work_claim; the locks are taken on inbox_work only.
+-- The scan starts after the index position (after_priority, after_run_at, after_event_id):
+-- a settled row leaves a dead index entry that every scan from the start walks until vacuum
+-- removes it, so a claim loop draining a big backlog resumes after its last full batch
+-- (processors._store.ClaimCursor), and starts from the beginning again every second and after
+-- any short batch, which finds what its resumed scans passed by.
 -- traceparent is the receipt's trace context, which each handler run's span links to.
+-- The last two columns are the last row's position, where the next claim may resume.
 select w.event_id, w.attempts, w.replay_id, 0 as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       e.traceparent
+       e.traceparent, w.priority, w.run_at
 from (
     select event_id, attempts, replay_id, priority, run_at
     from inbox_work
     where state = 'pending'
       and run_at <= now()
+      and (priority, run_at, event_id)
+          > (%(after_priority)s::smallint, %(after_run_at)s::timestamptz, %(after_event_id)s::bigint)
       and not exists (select from inbox_claims c where c.event_id = inbox_work.event_id)
     order by priority, run_at, event_id
     limit %(batch_size)s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -9,7 +10,7 @@ import psycopg
 
 from inbox import InboxWriter
 from inbox._core.settings import WorkerSettings
-from processors import Router, WorkerMetrics
+from processors import Event, Router, WorkerMetrics
 from processors.testing import run_until
 from tests._wait import scalar
 
@@ -73,3 +74,31 @@ def run_until_first_attempt(url: str, router: Router) -> WorkerMetrics:
 def work_left(url: str) -> int:
     """Events still pending in the queue."""
     return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))
+
+
+def attempt_outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
+    """Each event's attempts so far, in order: (outcome, error class)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "select event_id, outcome, error_class from inbox_attempts order by id"
+        ).fetchall()
+    out: dict[int, list[tuple[str, str | None]]] = {}
+    for event_id, outcome, error_class in rows:
+        out.setdefault(event_id, []).append((outcome, error_class))
+    return out
+
+
+def paying_router(calls: Counter[int], raises_at: int, error: Exception) -> Router:
+    """An async handler that counts its calls by event n, writes a payment, then raises
+    ``error`` for the event whose n is ``raises_at`` (after its write was sent)."""
+    router = Router()
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        n = event.json()["n"]
+        calls[n] += 1
+        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+        if n == raises_at:
+            raise error
+
+    return router

@@ -9,6 +9,8 @@ Behaviour is chosen by environment variables, so one module serves every scenari
   beside the kills.
 - ``FAULT_TRACING``: set up the OpenTelemetry SDK in the worker, so every handler runs in
   its span (processors._tracing) while it is killed.
+- ``FAULT_READ_BACK``: the async handler reads its write back (a fetch: the batch's
+  pipeline syncs mid-batch), so kills also land between a pipeline's syncs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ router = Router()
 SLEEP_SECONDS = int(os.environ.get("FAULT_HANDLER_SLEEP_MS", "0")) / 1000
 POISON_KEY = os.environ.get("FAULT_POISON_KEY")
 FAIL_FIRST_EVERY = int(os.environ.get("FAULT_FAIL_FIRST_EVERY", "0"))
+READ_BACK = bool(os.environ.get("FAULT_READ_BACK"))
 
 TRACING = bool(os.environ.get("FAULT_TRACING"))
 
@@ -64,6 +67,10 @@ async def record_payment(event: Event, conn: psycopg.AsyncConnection[Any]) -> No
     )
     if SLEEP_SECONDS:
         await conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
+    if READ_BACK:
+        cursor = await conn.execute("select count(*) from payments where event_id = %s", [event.id])
+        if await cursor.fetchone() != (1,):
+            raise AssertionError(f"event {event.id}: its write is not there once")
     _maybe_fail(event, event.json()["n"])
 
 

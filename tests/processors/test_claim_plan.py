@@ -7,7 +7,9 @@ from typing import Any
 
 import psycopg
 
-from processors._store import CLAIM_BATCH
+from processors._store import CLAIM_BATCH, START
+
+FROM_START = dict(zip(("after_priority", "after_run_at", "after_event_id"), START, strict=True))
 
 PENDING = 500
 
@@ -34,10 +36,11 @@ def _load(url: str, history: int) -> None:
         conn.execute("vacuum analyze")
 
 
-def _explain(url: str) -> dict[str, Any]:
+def _explain(url: str, after: dict[str, Any] = FROM_START) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "explain (analyze, buffers, format json) " + CLAIM_BATCH, {"batch_size": 100}
+            "explain (analyze, buffers, format json) " + CLAIM_BATCH,
+            {"batch_size": 100, **after},
         ).fetchone()
         conn.rollback()  # EXPLAIN ANALYZE took the row locks; give them back
     assert row is not None
@@ -116,3 +119,60 @@ def test_the_next_due_lookup_probes_the_claim_index(db_url: str, worker_url: str
     assert {n["Index Name"] for n in work_scans} == {"inbox_work_claim"}
     # A handful of index probes, not a walk over the pending rows.
     assert _blocks(plan[0]["Plan"]) <= 30
+
+
+def test_a_resumed_claim_does_not_walk_the_dead_entries_of_settled_rows(db_url: str) -> None:
+    _load(db_url, history=0)
+    clean = _blocks(_claim_node(_explain(db_url)))
+    with psycopg.connect(db_url) as conn:
+        # 20,000 rows ahead of the pending ones in the claim's order, then settled (deleted)
+        # with no vacuum since: what a drain leaves at the head of the index.
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+            " select 'shop', 'settled' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        )
+        conn.execute(
+            "insert into inbox_work (event_id, run_at) select id, now() - interval '1 hour'"
+            " from inbox_events where idempotency_key like 'settled%%'"
+        )
+        conn.commit()
+        settled = conn.execute(
+            "delete from inbox_work where run_at < now() - interval '30 minutes'"
+            " returning priority, run_at, event_id"
+        ).fetchall()
+        conn.commit()
+    last = max(settled)
+    resumed = dict(zip(("after_priority", "after_run_at", "after_event_id"), last, strict=True))
+    _explain(db_url)  # the first scan from the start marks the dead entries as such
+    from_start, from_last = _explain(db_url), _explain(db_url, resumed)
+    assert from_start["Plan"]["Actual Rows"] == from_last["Plan"]["Actual Rows"] == 100
+    start_blocks, resumed_blocks = _blocks(_claim_node(from_start)), _blocks(_claim_node(from_last))
+    # From the start, the scan walks the dead entries' leaf pages (~100 for 20,000); resumed
+    # after the last settled row, it reads what it read before they existed.
+    assert start_blocks > clean + 100, (clean, start_blocks)
+    assert resumed_blocks <= clean * 1.1 + 5, (clean, resumed_blocks)
+
+
+def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start() -> None:
+    from datetime import UTC, datetime
+
+    from processors._store import Claim, ClaimCursor
+
+    def claim(n: int, last: int) -> Claim:
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        return Claim(batch=[object()] * n, suspect_waiting=False, last=(0, at, last))  # type: ignore[list-item]
+
+    cursor = ClaimCursor(rescan_seconds=1.0)
+    assert cursor.start(100.0) == START
+    cursor.claimed(claim(64, last=64), 64)
+    assert cursor.start(100.1)[2] == 64  # a full batch: resume after it
+    cursor.claimed(claim(64, last=128), 64)
+    assert cursor.start(100.2)[2] == 128
+    cursor.claimed(claim(10, last=138), 64)
+    assert cursor.start(100.3) == START  # a short batch: what was passed by may be behind
+    cursor.claimed(claim(64, last=202), 64)
+    assert cursor.start(100.4)[2] == 202
+    cursor.claimed(claim(64, last=266), 64)
+    assert cursor.start(101.4) == START  # a second since the last scan from the start
+    cursor.claimed(claim(0, last=0), 64)
+    assert cursor.start(101.5) == START

@@ -93,9 +93,14 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
 
 
 @pytest.mark.parametrize(
-    ("savepoints", "tracing"),
-    [("batch", ""), ("event", ""), ("batch", "1")],
-    ids=["batch", "event", "batch-traced"],
+    ("savepoints", "handlers", "tracing"),
+    [
+        ("batch", "mixed", ""),
+        ("event", "mixed", ""),
+        ("batch", "pipelined", ""),
+        ("batch", "mixed", "1"),
+    ],
+    ids=["batch-mixed", "event-mixed", "batch-pipelined", "batch-mixed-traced"],
 )
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
     db_url: str,
@@ -103,10 +108,14 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     tmp_path: Path,
     workers: list[WorkerProcess],
     savepoints: str,
+    handlers: str,
     tracing: str,
 ) -> None:
     create_business_table(db_url)
-    write_orders(db_url, 2000, refunds_too=True)
+    # "mixed": async and sync handlers alternate (the batch's pipeline closes before each
+    # sync one); "pipelined": async handlers only, each reading its write back, so a whole
+    # batch shares one pipeline that syncs mid-batch, and the kills land inside it.
+    write_orders(db_url, 2000, refunds_too=handlers == "mixed")
     # Some handlers fail their first attempt after writing, so the kills also land on
     # batches being undone and re-run (savepoints = "batch") or rolled back per event.
     slow = {
@@ -117,6 +126,8 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
         "FAULT_TRACING": tracing,
     }
+    if handlers == "pipelined":
+        slow["FAULT_READ_BACK"] = "1"
     workers.extend(WorkerProcess(worker_url, tmp_path, n, **slow) for n in range(3))
     rng = random.Random(7)
     kills = 0

@@ -1,0 +1,168 @@
+"""A batch's async handlers share one psycopg pipeline: their statements go out without
+waiting, and one sync collects them. A server error there names no handler, so the batch is
+undone and re-run isolated; these tests hold that every error still lands on the handler
+whose statement it is, that the other events' effects commit exactly once, and that a
+timeout inside the pipeline leaves the connection usable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import pq
+
+from processors import Event, Retry, Router
+from tests._wait import scalar
+from tests.processors._support import (
+    attempt_outcomes,
+    create_business_table,
+    paying_router,
+    run_worker_until,
+    settings,
+    write_events,
+)
+
+EVENTS = 12
+ODD_ONE = 5  # the n of the event whose handler misbehaves
+NO_RETRY_SOON = {"backoff_base_seconds": 60, "backoff_max_seconds": 60}
+
+
+def _paid(url: str) -> list[int]:
+    return list(scalar(url, "select array_agg(event_id order by event_id) from payments") or [])
+
+
+def _all_attempted(url: str, count: int) -> Any:
+    return lambda: scalar(url, "select count(*) from inbox_attempts") >= count
+
+
+def test_a_failing_statement_is_charged_to_its_own_handler_only(db_url: str) -> None:
+    create_business_table(db_url)
+    ids = write_events(db_url, EVENTS)
+    calls: Counter[int] = Counter()
+    pipelined: list[bool] = []
+    router = Router()
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        n = event.json()["n"]
+        calls[n] += 1
+        pipelined.append(conn.pgconn.pipeline_status != pq.PipelineStatus.OFF)
+        # The odd one's INSERT breaks payments' NOT NULL: a server error that surfaces in a
+        # later handler's statement or at the sync, after that handler has returned.
+        await conn.execute(
+            "insert into payments (event_id) values (%s)", [None if n == ODD_ONE else event.id]
+        )
+
+    run_worker_until(
+        db_url,
+        router,
+        _all_attempted(db_url, EVENTS),
+        worker_settings=settings(**NO_RETRY_SOON),
+    )
+
+    odd = ids[ODD_ONE]
+    assert _paid(db_url) == [i for i in ids if i != odd]
+    outcomes = attempt_outcomes(db_url)
+    assert outcomes.pop(odd) == [("failed", "NotNullViolation")]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    # The first pass ran in one pipeline until the error surfaced (past the odd one); then
+    # every handler ran again, isolated (no pipeline).
+    first_pass = pipelined.index(False)
+    assert first_pass > ODD_ONE
+    assert pipelined == [True] * first_pass + [False] * EVENTS
+    assert calls == Counter({n: 2 if n < first_pass else 1 for n in range(EVENTS)})
+
+
+def test_retry_raised_after_writes_were_queued_undoes_them(db_url: str) -> None:
+    create_business_table(db_url)
+    ids = write_events(db_url, EVENTS)
+    calls: Counter[int] = Counter()
+    router = paying_router(calls, ODD_ONE, Retry(after=3600, reason="the bank says later"))
+
+    run_worker_until(db_url, router, _all_attempted(db_url, EVENTS))
+
+    odd = ids[ODD_ONE]
+    assert _paid(db_url) == [i for i in ids if i != odd]
+    outcomes = attempt_outcomes(db_url)
+    assert outcomes.pop(odd) == [("retry", "Retry")]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    assert scalar(db_url, "select attempts from inbox_work where event_id = %s", [odd]) == 0
+    # The sync was clean, so the Retry is the handler's own: it stands, and only the
+    # events before it (whose writes the undo took) run again.
+    assert calls == Counter({n: 2 if n < ODD_ONE else 1 for n in range(EVENTS)})
+
+
+@pytest.mark.parametrize("how", ["awaits", "queues"])
+def test_a_timeout_inside_the_pipeline_is_charged_and_the_connection_kept(
+    db_url: str, how: str
+) -> None:
+    # "awaits": the slow handler waits for its statement's result (a fetch syncs) and times
+    # out itself; "queues": it only queues the statement and returns, so the pass's closing
+    # sync is what waits, and is cancelled at the handlers' deadline.
+    create_business_table(db_url)
+    ids = write_events(db_url, EVENTS)
+    router = Router()
+
+    @router.on("shop", timeout_seconds=0.5)
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        if event.json()["n"] == ODD_ONE:
+            cursor = await conn.execute("select pg_sleep(30)")
+            if how == "awaits":
+                await cursor.fetchone()
+        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    metrics = run_worker_until(
+        db_url,
+        router,
+        _all_attempted(db_url, EVENTS),
+        worker_settings=settings(**NO_RETRY_SOON),
+    )
+    odd = ids[ODD_ONE]
+    outcomes = attempt_outcomes(db_url)
+    assert outcomes.pop(odd) == [("failed", "HandlerTimeoutError")]
+    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    assert _paid(db_url) == [i for i in ids if i != odd]
+    # One batch, committed on the connection the timeout happened on: no reconnect, and
+    # nothing released to wait for a later batch.
+    assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
+    assert metrics.registry.get_sample_value("inbox_worker_reconnects_total") in (None, 0.0)
+    assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"}) in (
+        None,
+        0.0,
+    )
+
+
+def test_sync_handlers_meet_no_open_pipeline_and_reads_see_the_batch(db_url: str) -> None:
+    create_business_table(db_url)
+    # Async (shop) and sync (till) handlers in one batch.
+    paid = write_events(db_url, 6)
+    refunded = write_events(db_url, 6, source="till")
+    seen_by_sync: list[pq.PipelineStatus] = []
+    counted: list[int] = []
+    router = Router()
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+        # A read: psycopg syncs the pipeline to fetch it, and it sees this batch's writes.
+        cursor = await conn.execute("select count(*) from payments")
+        row = await cursor.fetchone()
+        assert row is not None
+        counted.append(row[0])
+
+    @router.on("till")
+    def refund(event: Event, conn: psycopg.Connection[Any]) -> None:
+        seen_by_sync.append(pq.PipelineStatus(conn.pgconn.pipeline_status))
+        conn.execute("insert into payments (event_id) values (%s)", [event.id])
+
+    run_worker_until(db_url, router, _all_attempted(db_url, 12))
+
+    assert _paid(db_url) == sorted(paid + refunded)
+    assert seen_by_sync == [pq.PipelineStatus.OFF] * 6
+    # One batch, the async handlers first (claimed in id order): each read its own write.
+    assert counted == [1, 2, 3, 4, 5, 6]
+    outcomes = attempt_outcomes(db_url)
+    assert outcomes == {i: [("processed", None)] for i in paid + refunded}
