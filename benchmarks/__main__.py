@@ -15,6 +15,7 @@ BENCHMARKS = {
     "storm": "storm",
     "console": "console",
     "ordering": "ordering",
+    "observability": "observability",
     "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 

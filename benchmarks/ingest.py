@@ -373,7 +373,8 @@ def run_writer(
 
 def pgbench_script() -> str:
     """The writer's own insert_event statement, its parameters as pgbench variables."""
-    text = INSERT_EVENT.replace("%(verifier)s", "null").replace("%(key)s", ":key")
+    text = INSERT_EVENT.replace("%(verifier)s", "null").replace("%(traceparent)s", "null")
+    text = text.replace("%(key)s", ":key")
     text = re.sub(r"%\((\w+)\)s", r":\1", text)
     return "\\set key random(1, 9000000000000000000)\n" + text + ";\n"
 

@@ -50,6 +50,7 @@ from processors._decide import (
 from processors._event import Event
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
+from processors._tracing import handler_span
 
 __all__ = ["BATCH_SAVEPOINT", "MAX_ISOLATED", "BatchRunner", "SavepointMode"]
 
@@ -294,13 +295,14 @@ class BatchRunner:
             )
             self._event_savepoint_taken = True
         try:
-            await self._call(route, event, conn, sync_conn)
-            # (In a pipeline the status is known at the sync: _Pipeline.close checks it.)
-            if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
-                raise HandlerLeftTransactionAbortedError(
-                    f"handler {route.name} returned, but a statement of its failed and it"
-                    " went on: the transaction is aborted (let database errors propagate)"
-                )
+            with handler_span(item, route.name):
+                await self._call(route, event, conn, sync_conn)
+                # (In a pipeline the status is known at the sync: _Pipeline.close checks it.)
+                if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
+                    raise HandlerLeftTransactionAbortedError(
+                        f"handler {route.name} returned, but a statement of its failed and it"
+                        " went on: the transaction is aborted (let database errors propagate)"
+                    )
         except Exception as exc:  # noqa: BLE001 - any handler failure is an attempt's outcome
             error = exc
             if not shared:

@@ -142,6 +142,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             return 0  # stopped before it started: nothing was claimed
         require_privileges(url, "worker", "inbox worker")
         worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
+        if args.metrics_port is not None:
+            worker.metrics.watch_queue(url, worker=worker.name)
         anyio.run(_serve, worker, args.metrics_port, early)
     return 0
 

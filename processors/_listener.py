@@ -70,6 +70,12 @@ class Listener:
 
     async def run(self) -> None:
         """Listen until cancelled, reconnecting with backoff."""
+        try:
+            await self._run()
+        finally:
+            self._metrics.listener_up.set(0)  # stopped: nothing listens any more
+
+    async def _run(self) -> None:
         failures = 0
         while True:
             try:

@@ -42,6 +42,8 @@ class ClaimedEvent:
     event: Event
     ordering_key: str | None = None
     """The event's key within its source when the source is ordered."""
+    # The receipt's W3C trace context (null when it was not traced): the handler span's link.
+    traceparent: str | None = None
 
 
 # An index position of inbox_work_claim: (priority, run_at, event_id).
@@ -128,6 +130,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         headers,
         body,
         ordering_key,
+        traceparent,
         *_,  # claim_batch's index position of the row
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
@@ -144,7 +147,9 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         is_replay=replay_id is not None,
         replay_id=replay_id,
     )
-    return ClaimedEvent(claimed=claimed, event=event, ordering_key=ordering_key)
+    return ClaimedEvent(
+        claimed=claimed, event=event, ordering_key=ordering_key, traceparent=traceparent
+    )
 
 
 def release_busy(
@@ -201,7 +206,7 @@ class WorkStore:
                 await conn.execute(then)
             rows = await cursor.fetchall()
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
-        last = (rows[-1][11], rows[-1][12], rows[-1][0]) if rows else None
+        last = (rows[-1][12], rows[-1][13], rows[-1][0]) if rows else None
         return Claim(
             batch=[_claimed_event(row) for row in rows],
             suspect_waiting=suspect_waiting,

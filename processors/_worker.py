@@ -355,10 +355,7 @@ class Worker:
         except CONNECTION_ERRORS as exc:
             raise CommitOutcomeUnknownError(event_ids) from exc
         elapsed = time.monotonic() - started
-        self.metrics.batches.inc()
-        self.metrics.batch_seconds.observe(elapsed)
-        for decision in decisions:
-            self.metrics.outcomes.labels(decision.outcome).inc()
+        self.metrics.observe_batch(batch, decisions, elapsed)
         self._log_settled(worker, batch, decisions, elapsed)
         return claimed
 

@@ -22,6 +22,9 @@ from inbox.testing import migrated_template, new_database
 from tests._pg import postgres_server
 from tests._roles import Roles, grant_business_tables, least_roles_mode
 
+# The `spans` fixture: OpenTelemetry's in-memory exporter (tests/observability, tests/security).
+pytest_plugins = ["tests._spans"]
+
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:

@@ -161,6 +161,8 @@ def render_event(e: EventDetail) -> str:
         f"  verifier {e.verifier or '-'}",
         f"body      {len(e.body)} bytes, sha256 {e.body_sha256.hex()}",
     ]
+    if e.trace_id is not None:
+        out.append(f"trace     {e.trace_id}")
     if e.work is not None:
         w = e.work
         due = f", next run {relative(w.run_at, now)}" if w.state == "pending" else ""

@@ -254,6 +254,8 @@ class EventDetail:
     attempts: list[Attempt] = field(default_factory=list)
     replays: list[ReplayRun] = field(default_factory=list)
     """The replay runs and dead-letter retries that included the event, newest first."""
+    trace_id: str | None = None
+    """The trace of the event's receipt (docs/observability.md), when it was traced."""
 
     def body_json(self) -> Any | None:
         """The body parsed as JSON, or None when it is not JSON."""
@@ -279,6 +281,7 @@ class EventDetail:
             "state": self.state,
             "headers": self.headers,
             "body_sha256": self.body_sha256.hex(),
+            "trace_id": self.trace_id,
             "body_size": len(self.body),
             "body_json": self.body_json(),
             "body_text": self.body_text(),

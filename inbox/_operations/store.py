@@ -12,6 +12,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from inbox._core.sql import load_queries
+from inbox._core.tracing import trace_id_of
 from inbox._operations.models import (
     Activity,
     ActivityPoint,
@@ -136,7 +137,7 @@ class LogStore:
         return rows[0] if rows else None
 
     def detail(self, row: tuple[Any, ...], redact: Collection[str]) -> EventDetail:
-        event_id, source, key, event_type, verifier, received_at, headers, body, sha = row
+        event_id, source, key, event_type, verifier, received_at, headers, body, sha, tp = row
         redacted = {h.lower() for h in redact}
         shown = {
             name: REDACTED if name.lower() in redacted else value
@@ -161,6 +162,7 @@ class LogStore:
             headers=shown,
             body=bytes(body),
             body_sha256=bytes(sha),
+            trace_id=trace_id_of(tp),
             state=summary.state,
             work=work,
             deliveries=deliveries,

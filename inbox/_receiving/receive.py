@@ -19,6 +19,7 @@ from typing import Any
 from inbox._core.errors import DatabaseUnavailableError, InvalidWriteError, MigrationError
 from inbox._core.settings import Settings
 from inbox._receiving.receiver import BodyCollector, PendingWrite, Receiver, ReceiverResponse
+from inbox._receiving.tracing import traced_receipt, traced_receipt_async
 from inbox._writing.plan import WriteResult
 from inbox._writing.writer import InboxWriter
 from inbox._writing.writer_async import AsyncInboxWriter
@@ -116,6 +117,7 @@ class _Delivery:
         return self._receiver.write_failed(pending, reason, str(exc))
 
 
+@traced_receipt
 def receive(
     receiver: Receiver,
     writer: InboxWriter,
@@ -140,6 +142,7 @@ def receive(
     return delivery.written(pending, result)
 
 
+@traced_receipt_async
 async def receive_async(
     receiver: Receiver,
     writer: AsyncInboxWriter,

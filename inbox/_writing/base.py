@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypeVar,
 
 from inbox._core.errors import InboxError
 from inbox._core.logs import get_logger
+from inbox._core.tracing import current_traceparent
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
     NotifyCoalescer,
@@ -165,6 +166,8 @@ class WriterBase(ABC, Generic[PoolT]):
             ordering_key=ordering.key,
             order_at=ordering.order_at,
             on_dead=ordering.on_dead,
+            # The span the write runs in (the receipt's, or the host's): handlers link to it.
+            traceparent=current_traceparent(),
         )
         return PlannedWrite(params, in_callers_txn)
 

@@ -140,12 +140,14 @@ def prepare_write(
     ordering_key: object = None,
     order_at: object = None,
     on_dead: object = None,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """Validate a write and return the parameters of ``insert_event``.
 
     Every check runs before any SQL, so a refused write touches nothing. An ordered write
     (``ordering_key``) is ordered by ``order_at``, else by its arrival (the log's
-    ``received_at``).
+    ``received_at``). ``traceparent`` is the current span's context
+    (``inbox._core.tracing``), stored for the handlers' links.
     """
     # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
     from psycopg.types.json import Jsonb
@@ -177,6 +179,7 @@ def prepare_write(
         "headers": Jsonb(_check_headers(headers, checked_source, checked_key)),
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
+        "traceparent": traceparent,
         "notify": notify_in_transaction,
         "ordering_key": checked_ordering,
         "order_at": checked_order_at,
@@ -197,6 +200,7 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "ordering_keys": [w["ordering_key"] for w in writes],
         "order_ats": [w["order_at"] for w in writes],
         "on_deads": [w["on_dead"] for w in writes],
+        "traceparents": [w["traceparent"] for w in writes],
     }
 
 

@@ -161,14 +161,15 @@ left join lateral (
 order by wanted.position
 
 -- name: event_by_id
+-- traceparent: the receipt's trace, shown so an operator can open it in a trace viewer.
 select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
-       body_sha256
+       body_sha256, traceparent
 from inbox_events
 where id = %(id)s::bigint
 
 -- name: event_by_key
 select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
-       body_sha256
+       body_sha256, traceparent
 from inbox_events
 where source = %(source)s::text and idempotency_key = %(key)s::text
 

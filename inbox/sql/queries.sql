@@ -6,6 +6,8 @@
 -- delivery here too. A key committed by a concurrent writer while this statement waited on
 -- it is invisible to this statement's snapshot: it returns no row and the caller runs
 -- record_duplicate, which takes a new snapshot.
+-- %(traceparent)s is the trace context of the span that wrote it (null: none), what the
+-- handler spans link to.
 -- With %(notify)s true, a new event also sends the wake-up NOTIFY inside this transaction.
 -- PostgreSQL takes a database-wide lock to queue notifications at commit, which serialises
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
@@ -16,13 +18,14 @@
 with inserted as (
     insert into inbox_events
         (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead)
+         ordering_key, order_at, on_dead, traceparent)
     values
         (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s,
          %(ordering_key)s::text,
          case when %(ordering_key)s::text is not null
               then coalesce(%(order_at)s::timestamptz, now()) end,
-         %(on_dead)s::text)
+         %(on_dead)s::text,
+         %(traceparent)s)
     on conflict (source, idempotency_key) do nothing
     returning id
 ),
@@ -84,10 +87,11 @@ input as (
         %(body_sha256s)b::bytea[],
         %(ordering_keys)b::text[],
         %(order_ats)b::timestamptz[],
-        %(on_deads)b::text[]
+        %(on_deads)b::text[],
+        %(traceparents)b::text[]
     ) with ordinality
         as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-             ordering_key, given_order_at, on_dead, n)
+             ordering_key, given_order_at, on_dead, traceparent, n)
     cross join wait_briefly
 ),
 ordered as (
@@ -100,9 +104,9 @@ ordered as (
 inserted as (
     insert into inbox_events
         (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead)
+         ordering_key, order_at, on_dead, traceparent)
     select source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-           ordering_key, order_at, on_dead
+           ordering_key, order_at, on_dead, traceparent
     from ordered
     order by source, idempotency_key
     on conflict (source, idempotency_key) do nothing

@@ -22,10 +22,11 @@
 -- any short batch, which finds what its resumed scans passed by.
 -- (An ordered follower the walk passed while its head was in flight is such a row: it is
 -- taken by the next scan from the start, within a second.)
+-- traceparent is the receipt's trace context, which each handler run's span links to.
 -- The last two columns are the last row's position, where the next claim may resume.
 select w.event_id, w.attempts, w.replay_id, 0 as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       w.ordering_key, w.priority, w.run_at
+       w.ordering_key, e.traceparent, w.priority, w.run_at
 from (
     select event_id, attempts, replay_id, priority, run_at, ordering_key
     from inbox_work
@@ -68,7 +69,7 @@ order by w.priority, w.run_at, w.event_id
 -- An ordered suspect keeps its key's slot (its counter) meanwhile: its followers wait.
 select w.event_id, w.attempts, w.replay_id, c.claims as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       w.ordering_key
+       w.ordering_key, e.traceparent
 from inbox_claims c
 join inbox_work w on w.event_id = c.event_id
 join inbox_events e on e.id = w.event_id
@@ -223,3 +224,21 @@ where w.state = 'pending'
             and (h.priority, h.order_at, h.event_id) < (w.priority, w.order_at, w.event_id)
       )
   )
+
+-- name: queue_gauges
+-- The queue gauges of a worker's /metrics, read when it is scraped: per source, the work
+-- rows by state (pending: not failed yet; retrying: pending after a failure, as `inbox
+-- status` counts them; dead), and how long the oldest due live event has waited (replays
+-- wait behind live work by design). The work table holds only what is unsettled, so this
+-- reads it whole, and each row's source by the events' primary key.
+select e.source,
+       count(*) filter (where w.state = 'pending' and w.last_error is null) as pending,
+       count(*) filter (where w.state = 'pending' and w.last_error is not null) as retrying,
+       count(*) filter (where w.state = 'dead') as dead,
+       coalesce(extract(epoch from now() - min(w.run_at) filter (
+           where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
+       )), 0)::float8 as oldest_pending_seconds
+from inbox_work w
+join inbox_events e on e.id = w.event_id
+group by e.source
+order by e.source

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import psycopg
 from starlette.testclient import TestClient
 
 from tests.console._seed import PAGING_COUNT, Seeded
@@ -239,3 +240,17 @@ def test_overview_counts_held_ordered_keys(client: TestClient, seeded_db: Seeded
         conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
     held = client.get("/").text.split('id="held"', 1)[1].split("</p>", 1)[0]
     assert "<strong>1</strong>" in held
+
+
+def test_an_event_shows_the_trace_of_its_receipt(client: TestClient, seeded_db: Seeded) -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with psycopg.connect(seeded_db.url) as conn:
+        row = conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
+            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
+            [f"00-{trace_id}-00f067aa0ba902b7-01"],
+        ).fetchone()
+    assert row is not None
+    sign_in(client, VIEWER)
+    assert f"<dt>Trace</dt><dd><code>{trace_id}</code></dd>" in client.get(f"/events/{row[0]}").text
+    assert "<dt>Trace</dt>" not in client.get(f"/events/{seeded_db.key_event}").text

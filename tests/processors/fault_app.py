@@ -7,6 +7,8 @@ Behaviour is chosen by environment variables, so one module serves every scenari
 - ``FAULT_FAIL_FIRST_EVERY``: every event whose n is a multiple of this fails its first
   attempt after its business write, so failures (and the batch re-runs they cause) happen
   beside the kills.
+- ``FAULT_TRACING``: set up the OpenTelemetry SDK in the worker, so every handler runs in
+  its span (processors._tracing) while it is killed.
 - ``FAULT_READ_BACK``: the async handler reads its write back (a fetch: the batch's
   pipeline syncs mid-batch), so kills also land between a pipeline's syncs.
 """
@@ -18,6 +20,7 @@ import signal
 from typing import Any
 
 import psycopg
+from opentelemetry import trace
 
 from processors import Event, Router
 
@@ -28,12 +31,28 @@ POISON_KEY = os.environ.get("FAULT_POISON_KEY")
 FAIL_FIRST_EVERY = int(os.environ.get("FAULT_FAIL_FIRST_EVERY", "0"))
 READ_BACK = bool(os.environ.get("FAULT_READ_BACK"))
 
+TRACING = bool(os.environ.get("FAULT_TRACING"))
+
+if TRACING:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    # Spans are made (the SDK's whole path runs) and kept nowhere.
+    trace.set_tracer_provider(TracerProvider())
+
 
 class FirstAttemptFailed(Exception):
     pass
 
 
+def _in_its_span() -> None:
+    """With FAULT_TRACING, a handler outside its span is a bug: its failure shows in the
+    test's account of failures."""
+    if TRACING and not trace.get_current_span().get_span_context().is_valid:
+        raise RuntimeError("the handler runs outside its span")
+
+
 def _maybe_fail(event: Event, n: int) -> None:
+    _in_its_span()
     if FAIL_FIRST_EVERY and n % FAIL_FIRST_EVERY == 0 and event.attempt == 1:
         raise FirstAttemptFailed(f"event {event.id} fails its first attempt")
 

@@ -93,8 +93,14 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
 
 
 @pytest.mark.parametrize(
-    ("savepoints", "handlers"),
-    [("batch", "mixed"), ("event", "mixed"), ("batch", "pipelined")],
+    ("savepoints", "handlers", "tracing"),
+    [
+        ("batch", "mixed", ""),
+        ("event", "mixed", ""),
+        ("batch", "pipelined", ""),
+        ("batch", "mixed", "1"),
+    ],
+    ids=["batch-mixed", "event-mixed", "batch-pipelined", "batch-mixed-traced"],
 )
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
     db_url: str,
@@ -103,6 +109,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     workers: list[WorkerProcess],
     savepoints: str,
     handlers: str,
+    tracing: str,
 ) -> None:
     create_business_table(db_url)
     # "mixed": async and sync handlers alternate (the batch's pipeline closes before each
@@ -117,6 +124,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
         "INBOX_WORKER__SAVEPOINTS": savepoints,
         "INBOX_WORKER__BACKOFF_BASE_SECONDS": "0.05",
         "INBOX_WORKER__BACKOFF_MAX_SECONDS": "0.2",
+        "FAULT_TRACING": tracing,
     }
     if handlers == "pipelined":
         slow["FAULT_READ_BACK"] = "1"

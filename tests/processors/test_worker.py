@@ -323,7 +323,7 @@ def test_poll_only_mode_finds_new_work_without_listening(db_url: str, worker_url
             worker.request_stop()
 
     anyio.run(main)
-    assert worker.metrics.registry.get_sample_value("inbox_notifications_total") == 0
+    assert worker.metrics.registry.get_sample_value("inbox_listener_notifications_total") == 0
 
 
 def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_statements(

@@ -1,0 +1,74 @@
+"""A handler run's span, linked to its event's receipt.
+
+Per the OpenTelemetry messaging conventions a handler run is a ``process`` operation, kind
+CONSUMER, named ``process {source}``. It starts a trace of its own and *links* to the
+receipt's span (the context stored with the event): an event is processed long after, and
+maybe many times after, the request that brought it, so parenting every attempt and replay
+under that request would stretch one trace over hours. Each retry and each replay is a span
+of its own, linked the same way. The span is current while the handler runs (a sync
+handler's thread inherits it), so a host that instruments psycopg sees the handler's
+statements as its children. Nothing happens unless the host set up an SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, active
+from processors._event import Retry
+from processors._store import ClaimedEvent
+
+__all__ = ["handler_span"]
+
+
+@contextmanager
+def handler_span(item: ClaimedEvent, handler: str) -> Iterator[None]:
+    """Trace the handler run of ``item`` by ``handler``: errors and retries are recorded on
+    the span, and propagate unchanged."""
+    otel = active()
+    if otel is None:
+        yield
+        return
+    event = item.event
+    attributes: dict[str, str | int | bool] = {
+        "messaging.system": MESSAGING_SYSTEM,
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "process",
+        "messaging.destination.name": event.source,
+        "messaging.message.id": str(event.id),
+        "messaging.message.body.size": len(event.body),
+        f"{ATTRIBUTE_PREFIX}attempt": event.attempt,
+        f"{ATTRIBUTE_PREFIX}handler": handler,
+        f"{ATTRIBUTE_PREFIX}replay": event.is_replay,
+    }
+    if event.type is not None:
+        attributes[f"{ATTRIBUTE_PREFIX}event_type"] = event.type
+    if event.replay_id is not None:
+        attributes[f"{ATTRIBUTE_PREFIX}replay_id"] = event.replay_id
+    with otel.tracer.start_as_current_span(
+        f"process {event.source}",
+        context=otel.root(),
+        kind=otel.trace.SpanKind.CONSUMER,
+        links=otel.link(item.traceparent),
+        attributes=attributes,
+        # Recorded below: a Retry is a request, not an error.
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield
+        except Retry as retry:
+            span.set_attribute(f"{ATTRIBUTE_PREFIX}outcome", "retry")
+            span.add_event(
+                "retry_requested",
+                {"after_seconds": retry.after, "reason": retry.reason},
+            )
+            raise
+        except BaseException as exc:
+            span.set_attribute(f"{ATTRIBUTE_PREFIX}outcome", "failed")
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.record_exception(exc)
+            span.set_status(otel.trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
+            raise
+        span.set_attribute(f"{ATTRIBUTE_PREFIX}outcome", "processed")
