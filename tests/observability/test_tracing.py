@@ -275,3 +275,35 @@ def test_inside_the_hosts_span_the_receipt_is_its_child(
     assert receipt.parent.span_id == host.get_span_context().span_id
     assert receipt.context.trace_id == host.get_span_context().trace_id
     assert stored_traceparent(db_url, reply.event_id or 0) == traceparent_of(receipt)
+
+
+def test_a_handlers_database_calls_are_children_of_its_span_when_the_host_instruments_psycopg(
+    spans: Spans, settings: Settings, receiver: str, db_url: str
+) -> None:
+    # A host that instruments psycopg (opentelemetry-instrumentation-psycopg) sees what its
+    # handler did on the claim's connection inside the handler's span.
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+
+    post(receiver, settings)
+    router = Router()
+
+    @router.on("sw", "*")
+    async def handle(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("select 1 as from_the_handler")
+
+    instrumentor = PsycopgInstrumentor()
+    instrumentor.instrument(skip_dep_check=True)
+    try:
+        drain(db_url, router)
+    finally:
+        instrumentor.uninstrument()
+    handled = spans.one("process sw")
+    children = [
+        span
+        for span in spans.all()
+        if span.parent is not None and span.parent.span_id == handled.context.span_id
+    ]
+    statements = [(span.attributes or {}).get("db.statement") for span in children]
+    assert statements == ["select 1 as from_the_handler"], statements
+    assert all(span.kind == SpanKind.CLIENT for span in children)
+    assert all(span.context.trace_id == handled.context.trace_id for span in children)
