@@ -233,6 +233,33 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     shots.take(browser, "forbidden")
 
 
+def test_a_viewer_sees_held_ordered_keys_and_an_events_trace(
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome
+) -> None:
+    import psycopg
+
+    from inbox import InboxWriter
+
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with InboxWriter(seeded_db.url, notify="off") as writer:
+        head = writer.write("ordered", "o-1", b"{}", ordering_key="cus_1").event_id
+        writer.write("ordered", "o-2", b"{}", ordering_key="cus_1")
+    with psycopg.connect(seeded_db.url) as conn:
+        # The key's head dead-lettered (hold, the ordered default): its follower waits.
+        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
+        traced = conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
+            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
+            [f"00-{trace_id}-00f067aa0ba902b7-01"],
+        ).fetchone()
+    assert traced is not None
+    base = console.base_url + "/console"
+    sign_in(browser, base, *VIEWER)
+    assert "Held ordered keys: 1" in find(browser, "#held").text
+    browser.get(f"{base}/events/{traced[0]}")
+    assert trace_id in find(browser, "#event-meta").text
+
+
 def run_progress(driver: webdriver.Chrome) -> dict[str, int]:
     """The run page's counts, read in one script: the page's live refresh swaps <main>
     every few seconds, and one script runs between two swaps, never across one."""
