@@ -26,7 +26,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -48,6 +47,7 @@ from processors._decide import (
     decide_skipped,
 )
 from processors._event import Event
+from processors._pipeline import BatchPipeline
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
 from processors._tracing import handler_span
@@ -69,9 +69,6 @@ UNDO_BATCH = "rollback to savepoint inbox_batch; release savepoint inbox_batch"
 EVENT_SAVEPOINT = "savepoint inbox_handler"
 NEXT_EVENT_SAVEPOINT = "release savepoint inbox_handler; savepoint inbox_handler"
 UNDO_EVENT = "rollback to savepoint inbox_handler"
-
-# The shortest wait for a pipeline's results, whatever the handlers' deadlines say.
-SYNC_FLOOR_SECONDS = 0.1
 
 # Events run isolated, each in a subtransaction, in one batch at most. PostgreSQL caches 64
 # subtransaction ids per transaction (PGPROC_MAX_CACHED_SUBXIDS); past that the transaction
@@ -97,57 +94,6 @@ class _Undo(Exception):
         # Unknown whose: the longest timeout of the pipelined handlers, one of which runs
         # again and may take all of it.
         self.timeout = timeout
-
-
-class _Pipeline:
-    """The shared pass's pipeline, opened before an async handler, closed (one sync) before a
-    sync handler, after a handler's failure and at the end of the pass."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        self._conn = conn
-        self._open: AbstractAsyncContextManager[psycopg.AsyncPipeline] | None = None
-        self._pipeline: psycopg.AsyncPipeline | None = None
-        self._deadline = float("inf")
-        self.longest_timeout = 0.0
-
-    async def open(self, handler_timeout: float) -> None:
-        """Before an async handler whose deadline is ``handler_timeout`` seconds away."""
-        if self._open is None:
-            opening = self._conn.pipeline()
-            self._pipeline = await opening.__aenter__()
-            self._open = opening
-        self._deadline = min(self._deadline, time.monotonic() + handler_timeout)
-        self.longest_timeout = max(self.longest_timeout, handler_timeout)
-
-    async def close(self) -> bool:
-        """Sync and leave pipeline mode. True when every statement sent succeeded and the
-        transaction is not aborted (a handler may have caught an error and gone on).
-
-        A sync still waiting at the earliest deadline of the handlers whose statements it
-        carries is cancelled on the server (psycopg waits for the cancel to land, so the
-        connection stays usable for the undo); the isolated re-run then finds whose
-        statement was slow, each handler waiting on its own."""
-        if self._open is None or self._pipeline is None:
-            return True
-        opened, pipeline = self._open, self._pipeline
-        self._open = self._pipeline = None
-        # A floor, so that results already on their way are not cancelled for nothing when
-        # the handlers' own Python outlasted the deadline.
-        wait = max(self._deadline - time.monotonic(), SYNC_FLOOR_SECONDS)
-        self._deadline = float("inf")
-        clean = True
-        try:
-            async with asyncio.timeout(wait):
-                await pipeline.sync()
-        except (psycopg.Error, TimeoutError):
-            clean = False
-        try:
-            # Nothing is in flight now: leaving syncs once more, which raises only if the
-            # connection is gone (then the undo fails too and the batch rolls back whole).
-            await opened.__aexit__(None, None, None)
-        except psycopg.Error:
-            clean = False
-        return clean and self._conn.pgconn.transaction_status != pq.TransactionStatus.INERROR
 
 
 class BatchRunner:
@@ -240,7 +186,7 @@ class BatchRunner:
         shared: bool,
     ) -> None:
         """Decide every event that has no decision yet."""
-        pipe = _Pipeline(conn) if shared else None
+        pipe = BatchPipeline(conn) if shared else None
         isolated = 0
         for i, item in enumerate(batch):
             if decisions[i] is not None:
@@ -264,7 +210,7 @@ class BatchRunner:
         sync_conn: psycopg.Connection[Any],
         item: ClaimedEvent,
         index: int,
-        pipe: _Pipeline | None,
+        pipe: BatchPipeline | None,
     ) -> Decision:
         """Run one event's handler: in the shared savepoint (``pipe``, whose pipeline carries
         the async handlers' statements), or in a savepoint of its own (None)."""
@@ -297,7 +243,7 @@ class BatchRunner:
         try:
             with handler_span(item, route.name):
                 await self._call(route, event, conn, sync_conn)
-                # (In a pipeline the status is known at the sync: _Pipeline.close checks it.)
+                # (In a pipeline the status is known at the sync: BatchPipeline.close checks it.)
                 if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
                     raise HandlerLeftTransactionAbortedError(
                         f"handler {route.name} returned, but a statement of its failed and it"
