@@ -4,21 +4,32 @@ redacted (``inbox config check``).
 A ``secrets_file`` holds one secret per line, or several separated by commas (the same
 form as ``secrets_env``); whitespace around each is dropped, blank lines and lines starting
 with ``#`` are ignored. Its contents never appear in a message: an error names the file.
+
+Also the settings' error boundary (``config_error``): a bad configuration's one message, with
+every secret's value redacted and passwords in connection strings masked.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from inbox._core.errors import ConfigError
 
-__all__ = ["REDACTED", "config_report", "names_a_secret", "read_secrets_file"]
+__all__ = [
+    "REDACTED",
+    "config_error",
+    "config_report",
+    "mask_password",
+    "names_a_secret",
+    "read_secrets_file",
+]
 
 REDACTED = "<redacted>"
 
@@ -55,8 +66,6 @@ def read_secrets_file(path: Path, source: str) -> list[str]:
 
 
 def _redact(key: str, value: Any) -> Any:
-    from inbox._core.settings import mask_password
-
     if isinstance(value, SecretStr) or (key in _SECRET_KEYS and value):
         if isinstance(value, list):
             return [REDACTED] * len(value)
@@ -114,3 +123,52 @@ def config_report(dumped: Mapping[str, Any], path: Path | None) -> list[tuple[st
         (dotted, _redact(key, value), _origin(dotted, file_data, path))
         for dotted, key, value in _walk("", dumped)
     ]
+
+
+# The settings' error boundary (inbox._core.settings.load_settings).
+
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_PASSWORD_PAIR = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def mask_password(text: str) -> str:
+    """``text`` with any password of a connection string in it replaced by ``***``."""
+    return _PASSWORD_PAIR.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
+
+
+def _error_origin(loc: tuple[int | str, ...], path: Path | None) -> str:
+    """Where the value at ``loc`` came from: the variable that set it, else the file."""
+    # The variable may set the value itself or a section or list holding it (INBOX_SOURCES).
+    names = ["INBOX_" + "__".join(str(p) for p in loc[:n]).upper() for n in range(len(loc), 0, -1)]
+    if loc[:2] == ("database", "url"):
+        names.append("INBOX_DATABASE_URL")
+    for name in names:
+        if name in os.environ:
+            return f"environment variable {name}"
+    return str(path) if path is not None else "environment (INBOX_*)"
+
+
+def config_error(exc: ValidationError, path: Path | None) -> ConfigError:
+    """The one error a bad configuration gives: every problem, where each came from, and no
+    secret's value, not even inside a message."""
+    problems = []
+    first_field = None
+    origins = set()
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        first_field = first_field or field
+        origins.add(_error_origin(err["loc"], path))
+        got = err.get("input")
+        message = err["msg"].removeprefix("Value error, ")
+        if names_a_secret(err["loc"]):
+            # Whatever was given there may be the secret itself, even when it is the wrong
+            # type or shape: never shown, not even inside the message.
+            shown = f" = {REDACTED}" if got is not None else ""
+            if isinstance(got, str | int | float) and str(got):
+                message = message.replace(str(got), REDACTED)
+        else:
+            shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
+        problems.append(f"{field}{shown}: {message}")
+    where = " and ".join(sorted(origins))
+    message = f"invalid configuration in {where}: " + "; ".join(problems)
+    return ConfigError(message, path=str(path) if path else None, field=first_field)

@@ -34,6 +34,7 @@ from pydantic_settings import (
 
 from inbox._core.errors import ConfigError
 from inbox._core.schemes import SCHEMES
+from inbox._core.secrets import config_error, mask_password
 from inbox._core.specs import parse_spec
 
 __all__ = [
@@ -59,14 +60,6 @@ DEFAULT_CONFIG_PATH = Path("inbox.toml")
 # savepoints = "event" a batch holds at most 64 events (processors._worker).
 MAX_BATCH_SIZE = 256
 
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
-_PASSWORD_PAIR = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
-
-
-def mask_password(text: str) -> str:
-    """``text`` with any password of a connection string in it replaced by ``***``."""
-    return _PASSWORD_PAIR.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
-
 
 def _known_verifier(name: str) -> str:
     # The registry of providers (one line each) decides, not a list kept here as well.
@@ -87,7 +80,7 @@ def _require_unique(kind: str, names: list[str]) -> None:
 
 class _Section(BaseModel):
     # A ValidationError's text never carries the values given (a secret of the wrong type
-    # would be echoed): the one message users see is _config_error's, which redacts them.
+    # would be echoed): the one message users see is secrets.config_error's, which redacts them.
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
@@ -467,7 +460,7 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         settings._config_file = path
         return settings
     except ValidationError as exc:
-        raise _config_error(exc, path) from exc
+        raise config_error(exc, path) from exc
     except SettingsError as exc:  # a variable holding a section or a list that is not JSON
         field = re.search(r'field "([^"]+)"', str(exc))
         name = f"INBOX_{field.group(1).upper()}" if field else "an INBOX_* variable"
@@ -479,41 +472,3 @@ def load_settings(config: str | Path | None = None, **overrides: Any) -> Setting
         ) from exc
     finally:
         _TOML_PATH_FOR_LOAD["path"] = None
-
-
-def _origin(loc: tuple[int | str, ...], path: Path | None) -> str:
-    """Where the value at ``loc`` came from: the variable that set it, else the file."""
-    # The variable may set the value itself or a section or list holding it (INBOX_SOURCES).
-    names = ["INBOX_" + "__".join(str(p) for p in loc[:n]).upper() for n in range(len(loc), 0, -1)]
-    if loc[:2] == ("database", "url"):
-        names.append("INBOX_DATABASE_URL")
-    for name in names:
-        if name in os.environ:
-            return f"environment variable {name}"
-    return str(path) if path is not None else "environment (INBOX_*)"
-
-
-def _config_error(exc: ValidationError, path: Path | None) -> ConfigError:
-    from inbox._core.secrets import REDACTED, names_a_secret
-
-    problems = []
-    first_field = None
-    origins = set()
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        first_field = first_field or field
-        origins.add(_origin(err["loc"], path))
-        got = err.get("input")
-        message = err["msg"].removeprefix("Value error, ")
-        if names_a_secret(err["loc"]):
-            # Whatever was given there may be the secret itself, even when it is the wrong
-            # type or shape: never shown, not even inside the message.
-            shown = f" = {REDACTED}" if got is not None else ""
-            if isinstance(got, str | int | float) and str(got):
-                message = message.replace(str(got), REDACTED)
-        else:
-            shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
-        problems.append(f"{field}{shown}: {message}")
-    where = " and ".join(sorted(origins))
-    message = f"invalid configuration in {where}: " + "; ".join(problems)
-    return ConfigError(message, path=str(path) if path else None, field=first_field)
