@@ -1,9 +1,4 @@
-"""The inbox log, the work table, the attempt history and the delivery record.
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-29
-"""
+"""The inbox log, the work table, the attempt history and the delivery record."""
 
 from __future__ import annotations
 
@@ -11,8 +6,6 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

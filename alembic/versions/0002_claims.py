@@ -1,9 +1,4 @@
-"""The claim counter: how often an event was claimed without settling (crash protection).
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-29
-"""
+"""The claim counter: how often an event was claimed without settling (crash protection)."""
 
 from __future__ import annotations
 
@@ -11,8 +6,6 @@ from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,10 +1,5 @@
 """Operator records: replay runs and prunes (both audited, append-only), and the indexes
-that keep ``inbox status`` cheap.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-30
-"""
+that keep ``inbox status`` cheap."""
 
 from __future__ import annotations
 
@@ -12,8 +7,6 @@ from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

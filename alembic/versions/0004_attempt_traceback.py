@@ -1,9 +1,4 @@
-"""A failed attempt keeps a bounded traceback, so an operator can see where a handler failed.
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-01
-"""
+"""A failed attempt keeps a bounded traceback, so an operator can see where a handler failed."""
 
 from __future__ import annotations
 
@@ -11,8 +6,6 @@ from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

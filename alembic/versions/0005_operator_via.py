@@ -1,11 +1,6 @@
 """The audit records where a run was started from (the CLI, the console, the Python API);
 indexes for the console: a replay run's attempts, a source's events in order, and the
-time indexes widened so the overview counts from them alone.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-01
-"""
+time indexes widened so the overview counts from them alone."""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,6 @@
 """Deletion only through an audited function: ``inbox_prune`` (SECURITY DEFINER) writes
 its audit row and deletes in one statement; the session-settable bypass of the
-append-only guard goes away.
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-12-01
-"""
+append-only guard goes away."""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

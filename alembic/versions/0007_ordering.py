@@ -1,11 +1,6 @@
 """Ordered processing per key: the ordering key and order timestamp on the log and on the
 work rows, the index that finds a key's head, a per-key slot in the claim counters, and
-``inbox dead skip`` as an audited function.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-01
-"""
+``inbox dead skip`` as an audited function."""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,4 @@
-"""An event keeps the trace context of its receipt, so a handler's span can link to it.
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-01
-"""
+"""An event keeps the trace context of its receipt, so a handler's span can link to it."""
 
 from __future__ import annotations
 
@@ -11,8 +6,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
