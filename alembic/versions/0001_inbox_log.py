@@ -8,8 +8,40 @@ revision = "0001"
 down_revision = None
 
 
+# The guard as this revision creates it. 0006 replaces it, and restores this text on its
+# way down.
+GUARD = """inbox_reject_change() returns trigger
+    language plpgsql as $$
+    begin
+        if tg_op = 'DELETE' and current_setting('inbox.retention', true) = 'prune' then
+            return old;
+        end if;
+        raise exception 'pg-inbox: % is append-only; % is not allowed', tg_table_name, tg_op
+            using hint = 'events are kept exactly as received; '
+                         'remove old ones with `inbox prune`, which is audited';
+    end
+    $$;
+"""
+
+
+def append_only(*tables: str) -> str:
+    """The two triggers that keep each table append-only: one refuses UPDATE and DELETE, row
+    by row; one refuses TRUNCATE, which fires no row trigger. 0003 guards its tables with it."""
+    return "".join(
+        f"""
+    create trigger {table}_append_only
+        before update or delete on {table}
+        for each row execute function inbox_reject_change();
+    create trigger {table}_no_truncate
+        before truncate on {table}
+        for each statement execute function inbox_reject_change();"""
+        for table in tables
+    )
+
+
 def upgrade() -> None:
-    op.execute("""
+    op.execute(
+        """
     -- The log: one row per distinct (source, idempotency_key), the body exactly as received.
     create table inbox_events (
         id               bigint generated always as identity primary key,
@@ -73,37 +105,11 @@ def upgrade() -> None:
 
     -- Append-only, enforced by the database. The one way round it is the retention path,
     -- which sets inbox.retention = 'prune' for its own transaction and may only DELETE.
-    create function inbox_reject_change() returns trigger
-    language plpgsql as $$
-    begin
-        if tg_op = 'DELETE' and current_setting('inbox.retention', true) = 'prune' then
-            return old;
-        end if;
-        raise exception 'pg-inbox: % is append-only; % is not allowed', tg_table_name, tg_op
-            using hint = 'events are kept exactly as received; '
-                         'remove old ones with `inbox prune`, which is audited';
-    end
-    $$;
-
-    create trigger inbox_events_append_only
-        before update or delete on inbox_events
-        for each row execute function inbox_reject_change();
-    create trigger inbox_events_no_truncate
-        before truncate on inbox_events
-        for each statement execute function inbox_reject_change();
-    create trigger inbox_attempts_append_only
-        before update or delete on inbox_attempts
-        for each row execute function inbox_reject_change();
-    create trigger inbox_attempts_no_truncate
-        before truncate on inbox_attempts
-        for each statement execute function inbox_reject_change();
-    create trigger inbox_deliveries_append_only
-        before update or delete on inbox_deliveries
-        for each row execute function inbox_reject_change();
-    create trigger inbox_deliveries_no_truncate
-        before truncate on inbox_deliveries
-        for each statement execute function inbox_reject_change();
-    """)
+    create function """
+        + GUARD
+        + append_only("inbox_events", "inbox_attempts", "inbox_deliveries")
+        + "\n    "  # the released text, to its last byte
+    )
 
 
 def downgrade() -> None:

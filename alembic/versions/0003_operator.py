@@ -10,7 +10,11 @@ down_revision = "0002"
 
 
 def upgrade() -> None:
-    op.execute("""
+    # The guard triggers as 0001 writes them, taken from that revision (alembic loaded it):
+    # a released revision never changes, so what it defines is safe to reuse.
+    append_only = op.get_context().script.get_revision("0001").module.append_only
+    op.execute(
+        """
     -- One row per replay run (and per dead-letter retry, kind 'dead-retry'): who, when, why,
     -- what was selected, how much of it was queued. Work rows and attempts carry the id.
     -- The id is drawn first and the row written last, in the run's transaction, so the
@@ -41,25 +45,16 @@ def upgrade() -> None:
         attempts_deleted    integer not null,
         events_kept         integer not null
     );
-
-    create trigger inbox_replays_append_only
-        before update or delete on inbox_replays
-        for each row execute function inbox_reject_change();
-    create trigger inbox_replays_no_truncate
-        before truncate on inbox_replays
-        for each statement execute function inbox_reject_change();
-    create trigger inbox_prunes_append_only
-        before update or delete on inbox_prunes
-        for each row execute function inbox_reject_change();
-    create trigger inbox_prunes_no_truncate
-        before truncate on inbox_prunes
-        for each statement execute function inbox_reject_change();
+"""
+        + append_only("inbox_replays", "inbox_prunes")
+        + """
 
     -- `inbox status` counts recent duplicates and settled attempts by time. Both columns
     -- only grow, so these indexes are appended at their right edge: cheap to maintain.
     create index inbox_deliveries_received_at on inbox_deliveries (received_at);
     create index inbox_attempts_finished_at on inbox_attempts (finished_at);
-    """)
+    """
+    )
 
 
 def downgrade() -> None:

@@ -118,18 +118,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("""
+    # Back to the guard 0001 created, its text taken from that revision (alembic loaded it).
+    guard = op.get_context().script.get_revision("0001").module.GUARD
+    op.execute(
+        """
     drop function inbox_prune_preview(float8);
     drop function inbox_prune(float8, text, text);
-    create or replace function inbox_reject_change() returns trigger
-    language plpgsql as $$
-    begin
-        if tg_op = 'DELETE' and current_setting('inbox.retention', true) = 'prune' then
-            return old;
-        end if;
-        raise exception 'pg-inbox: % is append-only; % is not allowed', tg_table_name, tg_op
-            using hint = 'events are kept exactly as received; '
-                         'remove old ones with `inbox prune`, which is audited';
-    end
-    $$;
-    """)
+    create or replace function """
+        + guard
+        + "    "  # the released text, to its last byte
+    )
