@@ -11,7 +11,7 @@ import base64
 import binascii
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlsplit
@@ -27,8 +27,10 @@ __all__ = [
     "b64decode_lenient",
     "check_timestamp",
     "digests_equal",
+    "matches_any",
     "parse_form",
     "require_header",
+    "require_match",
 ]
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -170,3 +172,20 @@ def b64decode_lenient(value: str) -> bytes:
 def digests_equal(expected: bytes, received: bytes) -> bool:
     """Constant-time comparison, so response timing never leaks how much of a guess matched."""
     return hmac.compare_digest(expected, received)
+
+
+def matches_any(expected: Iterable[bytes], *received: bytes) -> bool:
+    """Whether any expected digest equals any received one. Every pair is compared, with no
+    early exit: the time taken does not tell which secret (or which signature) matched."""
+    matched = False
+    for digest in expected:
+        for candidate in received:
+            matched |= digests_equal(digest, candidate)
+    return matched
+
+
+def require_match(expected: Iterable[bytes], *received: bytes) -> None:
+    """Return when ``matches_any``; raise ``bad_signature`` otherwise (one expected digest per
+    configured secret: rotation)."""
+    if not matches_any(expected, *received):
+        raise VerificationError("bad_signature")

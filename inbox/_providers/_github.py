@@ -14,7 +14,7 @@ from typing import Any
 
 from inbox._core.errors import VerificationError
 
-from ._base import WebhookRequest, digests_equal, require_header
+from ._base import WebhookRequest, require_header, require_match
 from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["GitHubSigner", "GitHubVerifier"]
@@ -39,11 +39,7 @@ class GitHubVerifier:
         if not header.startswith(_PREFIX):
             raise VerificationError("malformed_header")
         received = header.removeprefix(_PREFIX).lower().encode("ascii", "replace")
-        matched = False
-        for secret in self.secrets:
-            matched |= digests_equal(_hex_hmac(secret, request.body).encode(), received)
-        if not matched:
-            raise VerificationError("bad_signature")
+        require_match((_hex_hmac(s, request.body).encode() for s in self.secrets), received)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from inbox._core.errors import VerificationError
 from inbox._core.specs import Spec
 
-from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import Provider, ProviderConfig
 
 __all__ = ["HmacRecipe", "HmacRecipeSigner", "HmacRecipeVerifier", "parse_recipe"]
@@ -145,11 +145,7 @@ class HmacRecipeVerifier:
             raise VerificationError("malformed_header")
         received = _decode(recipe, value.removeprefix(recipe.prefix))
         content = recipe.content(body=request.body, timestamp=timestamp, msg_id=msg_id)
-        matched = False
-        for secret in self.secrets:
-            matched |= digests_equal(recipe.digest(secret, content), received)
-        if not matched:
-            raise VerificationError("bad_signature")
+        require_match((recipe.digest(s, content) for s in self.secrets), received)
 
 
 @dataclass(frozen=True, slots=True)

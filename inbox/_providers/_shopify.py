@@ -19,7 +19,7 @@ from typing import Any
 
 from inbox._core.errors import VerificationError
 
-from ._base import WebhookRequest, b64decode_lenient, digests_equal, require_header
+from ._base import WebhookRequest, b64decode_lenient, require_header, require_match
 from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["ShopifySigner", "ShopifyVerifier"]
@@ -43,11 +43,7 @@ class ShopifyVerifier:
             received = b64decode_lenient(header)
         except ValueError:
             raise VerificationError("malformed_header") from None
-        matched = False
-        for secret in self.secrets:
-            matched |= digests_equal(_digest(secret, request.body), received)
-        if not matched:
-            raise VerificationError("bad_signature")
+        require_match((_digest(s, request.body) for s in self.secrets), received)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from inbox._core.errors import VerificationError
 
-from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["SlackSigner", "SlackVerifier"]
@@ -44,12 +44,8 @@ class SlackVerifier:
         if version != _VERSION:
             raise VerificationError("no_supported_signature")
         received = signature.lower().encode("ascii", "replace")
-        matched = False
-        for secret in self.secrets:
-            expected = _hex_hmac(secret, timestamp, request.body).encode()
-            matched |= digests_equal(expected, received)
-        if not matched:
-            raise VerificationError("bad_signature")
+        expected = (_hex_hmac(s, timestamp, request.body).encode() for s in self.secrets)
+        require_match(expected, received)
 
 
 @dataclass(frozen=True, slots=True)

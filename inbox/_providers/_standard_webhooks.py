@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from inbox._core.errors import VerificationError
 
-from ._base import WebhookRequest, b64decode_lenient, check_timestamp, digests_equal, require_header
+from ._base import WebhookRequest, b64decode_lenient, check_timestamp, matches_any, require_header
 from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["StandardWebhooksSigner", "StandardWebhooksVerifier"]
@@ -120,12 +120,8 @@ class StandardWebhooksVerifier:
         raise VerificationError("bad_signature" if supported else "no_supported_signature")
 
     def _hmac_matches(self, content: bytes, signature: bytes) -> bool:
-        # No early exit across secrets: the work done does not depend on which one matched.
-        matched = False
-        for secret in self.secrets:
-            expected = hmac.new(secret, content, hashlib.sha256).digest()
-            matched |= digests_equal(expected, signature)
-        return matched
+        expected = (hmac.new(s, content, hashlib.sha256).digest() for s in self.secrets)
+        return matches_any(expected, signature)
 
     def _ed25519_matches(self, content: bytes, signature: bytes) -> bool:
         for key in self.public_keys:

@@ -16,7 +16,7 @@ from typing import Any
 
 from inbox._core.errors import VerificationError
 
-from ._base import WebhookRequest, check_timestamp, digests_equal, require_header
+from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["StripeSigner", "StripeVerifier"]
@@ -59,13 +59,7 @@ class StripeVerifier:
         if not signatures:
             raise VerificationError("no_supported_signature")
         received = [s.lower().encode("ascii", "replace") for s in signatures]
-        matched = False
-        for secret in self.secrets:
-            expected = _hex_hmac(secret, timestamp, request.body)
-            for candidate in received:
-                matched |= digests_equal(expected, candidate)
-        if not matched:
-            raise VerificationError("bad_signature")
+        require_match((_hex_hmac(s, timestamp, request.body) for s in self.secrets), *received)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from ._base import (
     digests_equal,
     parse_form,
     require_header,
+    require_match,
 )
 from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
 
@@ -142,13 +143,11 @@ class TwilioVerifier:
             params = []  # the body is covered by its hash in the URL
         else:
             params = request.form_params
-        matched = False
-        for variant in _url_variants(url):
-            content = _signed_content(variant, params)
-            for secret in self.secrets:
-                matched |= digests_equal(_digest(secret, content, algorithm), received)
-        if not matched:
-            raise VerificationError("bad_signature")
+        contents = [_signed_content(variant, params) for variant in _url_variants(url)]
+        require_match(
+            (_digest(s, content, algorithm) for content in contents for s in self.secrets),
+            received,
+        )
 
 
 @dataclass(frozen=True, slots=True)
