@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -38,121 +38,74 @@ HMAC_OPTIONS = {
 }
 
 
+# The schemes that sign a timestamp; the headers that two of them cannot do without.
+TIMESTAMPED = ("standard-webhooks", "stripe", "slack", "wechatpay", "hmac")
+STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
+WECHATPAY_HEADERS = "wechatpay-timestamp wechatpay-nonce wechatpay-signature wechatpay-serial"
+
+
 @dataclass
 class Case:
     """One scheme's configuration: how to sign, how to verify, and what a wrong key is."""
 
     scheme: str
-    body: bytes
     verify_kwargs: dict[str, Any]
     sign_kwargs: dict[str, Any]
     wrong_sign_kwargs: dict[str, Any]
     required_headers: tuple[str, ...]
+    body: bytes = JSON_BODY
     url: str = URL
-    timestamped: bool = False
-    content_type: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def timestamped(self) -> bool:
+        return self.scheme in TIMESTAMPED
+
+
+def _secret(
+    scheme: str, secret: str, wrong: str, headers: str, options: Any = None, **fields: Any
+) -> Case:
+    """A shared-secret scheme: ``secret`` signs and verifies, ``wrong`` is another one; the
+    ``options`` (the hmac recipe's) go to both sides. ``headers`` are space-separated."""
+    extra = {"options": options} if options else {}
+    config = {"secrets": [secret], **extra}
+    wrong_config = {"secrets": [wrong], **extra}
+    return Case(scheme, config, config, wrong_config, tuple(headers.split()), **fields)
+
+
+def _key_pair(
+    scheme: str, public_keys: Any, private: str, wrong: str, headers: str, **fields: Any
+) -> Case:
+    """A key-pair scheme: ``public_keys`` verify what ``private`` signs; ``wrong`` is another
+    private key; the ``options`` (WeChat Pay's serial) go to the signer."""
+    extra = {"options": fields.pop("options")} if "options" in fields else {}
+    sign, wrong_sign = {"private_key": private, **extra}, {"private_key": wrong, **extra}
+    verify = {"public_keys": public_keys}
+    return Case(scheme, verify, sign, wrong_sign, tuple(headers.split()), **fields)
 
 
 def _cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
     whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     other_whsec = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="
+    private, wrong = rsa_pair.private_pem, other_rsa_pair.private_pem
+    serials, serial = {"SERIAL1": rsa_pair.public_pem}, {"serial": "SERIAL1"}
+    ed = ed25519_pair
+    twilio_json_url = twilio_url_with_body_hash(URL, JSON_BODY)
     return [
-        Case(
-            "standard-webhooks",
-            JSON_BODY,
-            {"secrets": [whsec]},
-            {"secrets": [whsec]},
-            {"secrets": [other_whsec]},
-            ("webhook-id", "webhook-timestamp", "webhook-signature"),
-            timestamped=True,
+        _secret("standard-webhooks", whsec, other_whsec, STANDARD_HEADERS),
+        _secret("stripe", "whsec_stripe_current", "whsec_stripe_other", "stripe-signature"),
+        _secret("github", "gh-secret", "gh-other", "x-hub-signature-256"),
+        _secret("shopify", "shp-secret", "shp-other", "x-shopify-hmac-sha256"),
+        _secret(
+            "slack", "slack-secret", "slack-other", "x-slack-signature x-slack-request-timestamp"
         ),
-        Case(
-            "stripe",
-            JSON_BODY,
-            {"secrets": ["whsec_stripe_current"]},
-            {"secrets": ["whsec_stripe_current"]},
-            {"secrets": ["whsec_stripe_other"]},
-            ("stripe-signature",),
-            timestamped=True,
+        _secret(
+            "twilio", "twilio-token", "twilio-other", "x-twilio-signature", url=twilio_json_url
         ),
-        Case(
-            "github",
-            JSON_BODY,
-            {"secrets": ["gh-secret"]},
-            {"secrets": ["gh-secret"]},
-            {"secrets": ["gh-other"]},
-            ("x-hub-signature-256",),
-        ),
-        Case(
-            "shopify",
-            JSON_BODY,
-            {"secrets": ["shp-secret"]},
-            {"secrets": ["shp-secret"]},
-            {"secrets": ["shp-other"]},
-            ("x-shopify-hmac-sha256",),
-        ),
-        Case(
-            "slack",
-            JSON_BODY,
-            {"secrets": ["slack-secret"]},
-            {"secrets": ["slack-secret"]},
-            {"secrets": ["slack-other"]},
-            ("x-slack-signature", "x-slack-request-timestamp"),
-            timestamped=True,
-        ),
-        Case(
-            "twilio",
-            JSON_BODY,
-            {"secrets": ["twilio-token"]},
-            {"secrets": ["twilio-token"]},
-            {"secrets": ["twilio-other"]},
-            ("x-twilio-signature",),
-            url=twilio_url_with_body_hash(URL, JSON_BODY),
-        ),
-        Case(
-            "twilio",
-            FORM_BODY,
-            {"secrets": ["twilio-token"]},
-            {"secrets": ["twilio-token"]},
-            {"secrets": ["twilio-other"]},
-            ("x-twilio-signature",),
-        ),
-        Case(
-            "alipay",
-            FORM_BODY,
-            {"public_keys": [rsa_pair.public_pem]},
-            {"private_key": rsa_pair.private_pem},
-            {"private_key": other_rsa_pair.private_pem},
-            (),
-        ),
-        Case(
-            "wechatpay",
-            JSON_BODY,
-            {"public_keys": {"SERIAL1": rsa_pair.public_pem}},
-            {"private_key": rsa_pair.private_pem, "options": {"serial": "SERIAL1"}},
-            {"private_key": other_rsa_pair.private_pem, "options": {"serial": "SERIAL1"}},
-            ("wechatpay-timestamp", "wechatpay-nonce", "wechatpay-signature", "wechatpay-serial"),
-            timestamped=True,
-        ),
-        Case(
-            "standard-webhooks",
-            JSON_BODY,
-            {"public_keys": [ed25519_pair.whpk]},
-            {"private_key": ed25519_pair.whsk},
-            {"private_key": _other_whsk()},
-            ("webhook-id", "webhook-timestamp", "webhook-signature"),
-            timestamped=True,
-        ),
-        Case(
-            "hmac",
-            JSON_BODY,
-            {"secrets": ["hmac-secret"], "options": HMAC_OPTIONS},
-            {"secrets": ["hmac-secret"], "options": HMAC_OPTIONS},
-            {"secrets": ["hmac-other"], "options": HMAC_OPTIONS},
-            ("x-signature", "x-timestamp", "x-id"),
-            timestamped=True,
-        ),
+        _secret("twilio", "twilio-token", "twilio-other", "x-twilio-signature", body=FORM_BODY),
+        _key_pair("alipay", [rsa_pair.public_pem], private, wrong, "", body=FORM_BODY),
+        _key_pair("wechatpay", serials, private, wrong, WECHATPAY_HEADERS, options=serial),
+        _key_pair("standard-webhooks", [ed.whpk], ed.whsk, _other_whsk(), STANDARD_HEADERS),
+        _secret("hmac", "hmac-secret", "hmac-other", "x-signature x-timestamp x-id", HMAC_OPTIONS),
     ]
 
 
@@ -181,9 +134,7 @@ CASE_IDS = [
 ]
 
 
-TIMESTAMPED_IDS = [
-    i for i in CASE_IDS if i.split("-")[0] in ("standard", "stripe", "slack", "wechatpay", "hmac")
-]
+TIMESTAMPED_IDS = [i for i in CASE_IDS if i.startswith(TIMESTAMPED)]
 JSON_IDS = [i for i in CASE_IDS if i not in ("twilio-form", "alipay")]
 
 
