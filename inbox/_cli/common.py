@@ -17,7 +17,8 @@ from inbox._core.arguments import MAX_BIGINT, port, positive_int
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import EVENT_STATES, EventFilter, EventSummary
+from inbox._operations.models import EventSummary
+from inbox._operations.selection import EVENT_STATES, EventFilter
 from inbox._operations.term import Cell, relative, table, use_colour
 from inbox.queries import events, parse_time
 

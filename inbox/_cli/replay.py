@@ -22,8 +22,8 @@ from inbox._cli.logs import say
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import EventFilter
 from inbox._operations.replay import ReplayResult, replay, skip_dead
+from inbox._operations.selection import EventFilter
 from inbox._operations.term import Progress
 
 __all__ = ["CONFIRM_ABOVE", "PROGRESS_ABOVE", "register"]
