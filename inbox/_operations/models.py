@@ -54,14 +54,13 @@ class EventPage(Record):
     next_before: int | None
     """Pass as ``before`` for the next page; None on the last page."""
 
+    _json_extra = ("next_cursor",)
+
     @property
     def next_cursor(self) -> str | None:
         """The same position as an opaque token (``cursor=`` of ``queries.events``): what a
         URL carries, so the paging key can change without breaking saved links' meaning."""
         return None if self.next_before is None else encode_cursor({"before": self.next_before})
-
-    def to_json(self) -> dict[str, Any]:
-        return {**record_json(self), "next_cursor": self.next_cursor}
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +202,11 @@ class HeldKey(Record):
     waiting: int
     """Events of the key waiting behind the head."""
 
+    _json_extra = ("reason",)
+
     @property
     def reason(self) -> str:
         return "dead letter" if self.state == "dead" else "retrying"
-
-    def to_json(self) -> dict[str, Any]:
-        return {**record_json(self), "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "VIA",
@@ -111,13 +111,16 @@ def record_json(record: Record, names: Iterable[str] | None = None) -> dict[str,
 
 class Record:
     """A frozen record of the operator API (a dataclass). ``to_json`` is its documented
-    ``--json`` form: by default each field under its own name, as ``jsonable`` writes it; a
-    record whose form adds or orders keys otherwise builds its own on ``record_json``."""
+    ``--json`` form: by default each field under its own name, as ``jsonable`` writes it,
+    then the properties named in ``_json_extra``; a record whose form orders or shapes keys
+    otherwise builds its own on ``record_json``."""
 
     __slots__ = ()
+    # Properties the form adds after the fields: what the record concludes from them.
+    _json_extra: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return record_json(self)
+        return {**record_json(self), **record_json(self, self._json_extra)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +181,11 @@ class ReplayProgress(Record):
     attempts: int
     """Attempts made under this run so far."""
 
+    _json_extra = ("finished",)
+
     @property
     def finished(self) -> bool:
         return self.pending == 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {**record_json(self), "finished": self.finished}
 
 
 AuditKind = Literal["replay", "dead-retry", "dead-skip", "prune"]
