@@ -31,46 +31,43 @@ Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retr
 
 from __future__ import annotations
 
-import getpass
 import importlib
-import re
-import socket
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-
-from inbox._core.db import translate_driver_errors
 from inbox._core.errors import EventNotFoundError, ReplayNotFoundError
 from inbox._core.logs import get_logger
+from inbox._operations.inputs import MAX_PAGE, check_limit, parse_duration, parse_time
 from inbox._operations.models import (
-    Activity,
-    ActivityPoint,
     Attempt,
-    AuditEntry,
-    AuditPage,
     Delivery,
     EventDetail,
-    EventFilter,
     EventPage,
-    EventState,
     EventSummary,
-    FilterState,
     HeldKey,
     PruneResult,
-    ReplayProgress,
-    ReplayRun,
     SourceStatus,
     Status,
-    Via,
     WorkState,
+)
+from inbox._operations.receiver_scrape import receiver_rejections
+from inbox._operations.records import (
+    Activity,
+    ActivityPoint,
+    AuditEntry,
+    AuditPage,
+    ReplayProgress,
+    ReplayRun,
+    Via,
+    cursor_int,
+    cursor_time,
     decode_cursor,
     encode_cursor,
 )
-from inbox._operations.receiver_scrape import receiver_rejections
+from inbox._operations.selection import EventFilter, EventState, FilterState
+from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
 
 if TYPE_CHECKING:
@@ -138,7 +135,7 @@ __all__ = [
 log = get_logger("inbox.queries")
 
 # Replays and retention live in their own modules of inbox._operations, which build on this
-# one: they load on first use.
+# one (``event_ids``, ``MINIMUM_RETENTION``): they load on first use.
 _LATER = {
     "ReplayResult": "inbox._operations.replay",
     "SkipResult": "inbox._operations.replay",
@@ -170,59 +167,6 @@ MINIMUM_RETENTION = timedelta(days=7)
 LAST_HOUR = (timedelta(hours=1), timedelta(minutes=1))
 LAST_DAY = (timedelta(hours=24), timedelta(minutes=15))
 _MAX_BUCKETS = 1440
-MAX_PAGE = 1000
-"""The largest page ``events``, ``dead``, ``search`` and ``audit`` return."""
-
-Db = str | psycopg.Connection[Any]
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|w)?\s*$")
-_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400, None: 1}
-
-
-@contextmanager
-def connection(db: Db, action: str = "query the inbox") -> Iterator[psycopg.Connection[Any]]:
-    """A connection for one operation: the caller's, or a new one committed on success."""
-    with translate_driver_errors(action):
-        if not isinstance(db, str):
-            yield db
-            return
-        with psycopg.connect(db, application_name="pg-inbox operator") as conn:
-            yield conn  # psycopg commits on a clean exit, rolls back on an exception
-
-
-def current_actor() -> str:
-    """``user@host`` of this process: who a replay or prune is recorded as."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no login name in a bare container
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
-
-def parse_duration(text: str) -> timedelta:
-    """``90d``, ``12h``, ``30m``, ``45s``, ``2w`` (a bare number is seconds)."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"not a duration: {text!r} (try 90d, 12h, 30m, 45s or 2w)")
-    try:
-        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
-    except OverflowError:
-        raise ValueError(f"too long a duration: {text!r} (at most 999999999d)") from None
-
-
-def parse_time(text: str, *, now: datetime | None = None) -> datetime:
-    """An ISO 8601 time (UTC when it has no offset), or a duration meaning that long ago."""
-    if _DURATION.match(text):
-        ago = parse_duration(text)
-        try:
-            return (now or datetime.now(UTC)) - ago
-        except OverflowError:
-            raise ValueError(f"{text!r} ago is before the year 1") from None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"not a time: {text!r} (ISO 8601, or a duration ago like 2h)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def status(
@@ -283,14 +227,9 @@ def held_keys(db: Db, *, limit: int = 100) -> list[HeldKey]:
     """Ordered keys whose head holds the key's other events back: a dead letter of a source
     with ``on_dead = "hold"`` (until it is retried or skipped), or a failed event waiting
     for its retry with events behind it. Dead letters first, then by event id."""
-    _check_limit(limit)
+    check_limit(limit)
     with connection(db, "list held keys") as conn:
         return LogStore(conn).held_keys(limit)[0]
-
-
-def _check_limit(limit: int) -> None:
-    if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
 
 
 def events(
@@ -307,11 +246,11 @@ def events(
     carries) or ``page.next_before`` as ``before`` (the last id shown; the CLI's form).
     A malformed cursor is a ``ValueError``.
     """
-    _check_limit(limit)
+    check_limit(limit)
     if cursor is not None:
         if before is not None:
             raise ValueError("pass either cursor or before, not both")
-        before = _int_position(decode_cursor(cursor, ("before",)), "before", cursor)
+        before = cursor_int(decode_cursor(cursor, ("before",)), "before", cursor)
     with connection(db, "list events") as conn:
         store = LogStore(conn)
         ids = store.select_ids(event_filter or EventFilter(), limit=limit + 1, before=before)
@@ -341,7 +280,7 @@ def search(db: Db, text: str, *, limit: int = 50) -> list[EventSummary]:
     the text is tried: ``123`` finds event 123 and the key ``123`` in any source;
     ``stripe:evt_1`` finds that key in the ``stripe`` source and the key ``stripe:evt_1``.
     """
-    _check_limit(limit)
+    check_limit(limit)
     needle = text.strip()
     if not needle:
         raise ValueError("search for an event id, SOURCE:KEY, or a provider key")
@@ -418,14 +357,14 @@ def replay_progress(db: Db, replay_id: int) -> ReplayProgress:
 def audit(db: Db, *, limit: int = 50, cursor: str | None = None) -> AuditPage:
     """Replay runs, dead-letter retries and prunes, newest first: who, when, why, via
     where, what they selected and how many. Pass ``page.next_cursor`` for older ones."""
-    _check_limit(limit)
+    check_limit(limit)
     position = None
     if cursor is not None:
         position = decode_cursor(cursor, ("at", "kind", "id"))
         position = {
-            "at": _time_position(position, cursor),
+            "at": cursor_time(position, "at", cursor),
             "kind": str(position["kind"]),
-            "id": _int_position(position, "id", cursor),
+            "id": cursor_int(position, "id", cursor),
         }
     with connection(db, "read the audit") as conn:
         entries = LogStore(conn).audit(position, limit + 1)
@@ -436,19 +375,3 @@ def audit(db: Db, *, limit: int = 50, cursor: str | None = None) -> AuditPage:
         last = entries[-1]
         next_cursor = encode_cursor({"at": last.created_at, "kind": last.kind, "id": last.id})
     return AuditPage(entries, next_cursor)
-
-
-def _int_position(position: dict[str, Any], name: str, token: str) -> int:
-    value = position[name]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"not a page cursor: {token[:40]!r} (start again from the first page)")
-    return value
-
-
-def _time_position(position: dict[str, Any], token: str) -> datetime:
-    try:
-        return datetime.fromisoformat(str(position["at"]))
-    except ValueError:
-        raise ValueError(
-            f"not a page cursor: {token[:40]!r} (start again from the first page)"
-        ) from None

@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from inbox._cli.logs import say
@@ -17,7 +17,8 @@ from inbox._core.arguments import MAX_BIGINT, port, positive_int
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import EVENT_STATES, EventFilter, EventSummary
+from inbox._operations.models import EventSummary
+from inbox._operations.selection import EVENT_STATES, EventFilter
 from inbox._operations.term import Cell, relative, table, use_colour
 from inbox.queries import events, parse_time
 
@@ -37,6 +38,7 @@ __all__ = [
     "positive_int",
     "positive_seconds",
     "print_json",
+    "print_result",
 ]
 
 STATE_STYLES = {
@@ -195,3 +197,21 @@ def confirm(question: str, *, assume_yes: bool) -> bool:
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+class _Record(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+RecordT = TypeVar("RecordT", bound=_Record)
+
+
+def print_result(
+    args: argparse.Namespace, record: RecordT, render: Callable[[RecordT], str]
+) -> None:
+    """With ``--json``, the record's documented JSON form (``to_json``); else
+    ``render(record)``, for a person."""
+    if args.json:
+        print_json(record.to_json())
+    else:
+        print(render(record))

@@ -20,6 +20,7 @@ from inbox._cli.common import (
     http_url,
     list_page,
     print_json,
+    print_result,
 )
 from inbox._cli.logs import say
 from inbox._core.runtime import database_url
@@ -50,10 +51,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
             sources=[s.name for s in settings.sources],
             receiver_metrics=args.receiver_metrics or (),
         )
-    if args.json:
-        print_json(st.to_json())
-    else:
-        print(_render_status(st))
+    print_result(args, st, _render_status)
     return 0 if st.healthy else 2
 
 
@@ -144,10 +142,7 @@ def _events_list(args: argparse.Namespace, settings: Settings) -> int:
 def _events_show(args: argparse.Namespace, settings: Settings) -> int:
     with database_url(settings, say=say, part="operator") as url:
         detail = queries.event(url, args.ref, redact=settings.receiver.redact_headers)
-    if args.json:
-        print_json(detail.to_json())
-    else:
-        print(render_event(detail))
+    print_result(args, detail, render_event)
     return 0
 
 

@@ -16,13 +16,14 @@ from inbox._cli.common import (
     list_page,
     positive_int,
     print_json,
+    print_result,
 )
 from inbox._cli.logs import say
 from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import EventFilter
 from inbox._operations.replay import ReplayResult, replay, skip_dead
+from inbox._operations.selection import EventFilter
 from inbox._operations.term import Progress
 
 __all__ = ["CONFIRM_ABOVE", "PROGRESS_ABOVE", "register"]
@@ -84,10 +85,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
         )
     for bar in bars:
         bar.close()
-    if args.json:
-        print_json(result.to_json())
-    else:
-        print(_render(result))
+    print_result(args, result, _render)
     return 1 if result.cancelled else 0
 
 

@@ -1,6 +1,7 @@
 """The core room: what every other room, and ``processors``, share.
 
-Owns settings (``settings``) and the key/type spec grammar they validate (``specs``); database
+Owns settings (``settings``, composed of the sections' models in ``sections``) and the
+key/type spec grammar they validate (``specs``); database
 connections and their care (``db``, ``pool_care``, ``outage``); the named-SQL loader
 (``sql``); the embedded PostgreSQL (``embedded``) and the database URL a command runs against
 (``runtime``); the error tree (``errors``); the migrations runner (``migrate``); optional
@@ -22,6 +23,7 @@ __all__ = [
     "outage",
     "pool_care",
     "runtime",
+    "sections",
     "settings",
     "specs",
     "sql",

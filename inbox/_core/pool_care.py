@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import select
 import time
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import Any, Generic, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -47,22 +48,43 @@ def _idle_socket_readable(conn: psycopg.BaseConnection[Any]) -> bool:
     return bool(readable)
 
 
-class _Care:
+PoolT = TypeVar("PoolT", ConnectionPool[Any], AsyncConnectionPool[Any])
+
+
+class _Care(ABC, Generic[PoolT]):
+    """What the sync and async care share; each adds its pool's callbacks (``_check``,
+    ``_configure``, ``_reconnect_failed``: coroutine functions for the async pool)."""
+
+    pool: PoolT | None = None
+
     def __init__(self, conninfo: str) -> None:
         self.conninfo = conninfo
         self.server = describe_server(conninfo)
         self.outage = Outage()
 
-    @staticmethod
-    def _options(check: Any, configure: Any, reconnect_failed: Any) -> dict[str, Any]:
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments for the pool's constructor."""
         return {
             "reconnect_timeout": RECONNECT_SECONDS,
-            "reconnect_failed": reconnect_failed,
-            "check": check,
-            "configure": configure,
+            "reconnect_failed": self._reconnect_failed,
+            "check": self._check,
+            "configure": self._configure,
         }
 
-    def known_down(self, pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> None:
+    def attach(self, pool: PoolT) -> None:
+        """Once the pool exists: a failed check then checks the pool's idle connections."""
+        self.pool = pool
+
+    @abstractmethod
+    def _check(self, conn: Any) -> Any: ...
+
+    @abstractmethod
+    def _configure(self, conn: Any) -> Any: ...
+
+    @abstractmethod
+    def _reconnect_failed(self, pool: PoolT) -> Any: ...
+
+    def known_down(self, pool: PoolT) -> None:
         """Raise ``DatabaseUnavailableError`` at once when reconnection keeps failing and no
         connection is left idle: a health check need not wait for the pool's timeout."""
         if self.outage.since is None or pool.get_stats().get("pool_available", 0) > 0:
@@ -90,17 +112,8 @@ class _Care:
             log.info("database_available", server=self.server, down_seconds=round(down, 1))
 
 
-class AsyncPoolCare(_Care):
+class AsyncPoolCare(_Care[AsyncConnectionPool[Any]]):
     """The care of an ``AsyncConnectionPool``; ``attach`` it once the pool exists."""
-
-    pool: AsyncConnectionPool[Any] | None = None
-
-    def options(self) -> dict[str, Any]:
-        """Keyword arguments for the pool's constructor."""
-        return self._options(self._check, self._configure, self._reconnect_failed)
-
-    def attach(self, pool: AsyncConnectionPool[Any]) -> None:
-        self.pool = pool
 
     async def _check(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if not _idle_socket_readable(conn):
@@ -133,17 +146,8 @@ class AsyncPoolCare(_Care):
         return None
 
 
-class PoolCare(_Care):
+class PoolCare(_Care[ConnectionPool[Any]]):
     """The care of a sync ``ConnectionPool``; ``attach`` it once the pool exists."""
-
-    pool: ConnectionPool[Any] | None = None
-
-    def options(self) -> dict[str, Any]:
-        """Keyword arguments for the pool's constructor."""
-        return self._options(self._check, self._configure, self._reconnect_failed)
-
-    def attach(self, pool: ConnectionPool[Any]) -> None:
-        self.pool = pool
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         if not _idle_socket_readable(conn):

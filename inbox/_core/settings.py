@@ -2,6 +2,10 @@
 
 The file is found from ``--config``, else ``INBOX_CONFIG``, else ``./inbox.toml`` (optional).
 Nested keys use ``__`` in the environment: ``INBOX_WORKER__MAX_ATTEMPTS=5``.
+
+This module composes the sections (``inbox._core.sections``: one model per table of the
+file, each value's checks) into ``Settings`` and loads it; the other parts import the
+sections they use from here.
 """
 
 from __future__ import annotations
@@ -10,20 +14,9 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    IPvAnyNetwork,
-    PrivateAttr,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -33,17 +26,25 @@ from pydantic_settings import (
 )
 
 from inbox._core.errors import ConfigError
-from inbox._core.schemes import SCHEMES
-from inbox._core.secrets import config_error, mask_password
-from inbox._core.specs import parse_spec
+from inbox._core.secrets import config_error
+from inbox._core.sections import (
+    MAX_BATCH_SIZE,
+    AppSettings,
+    ConsoleSettings,
+    DatabaseSettings,
+    ReceiverSettings,
+    RetentionSettings,
+    SourceSettings,
+    WorkerSettings,
+    require_unique,
+)
 
+# With Settings, the sections the other parts take from here (the rest are only its fields).
 __all__ = [
-    "AppSettings",
+    "DEFAULT_CONFIG_PATH",
+    "MAX_BATCH_SIZE",
     "ConsoleSettings",
-    "ConsoleUser",
     "DatabaseSettings",
-    "ReceiverSettings",
-    "RetentionSettings",
     "Settings",
     "SourceSettings",
     "WorkerSettings",
@@ -53,304 +54,6 @@ __all__ = [
 
 DEFAULT_CONFIG_PATH = Path("inbox.toml")
 
-# A batch is one transaction holding its rows' locks. Its handlers share one savepoint; after
-# a failure they run again each in a subtransaction of its own, at most 64 of them (PostgreSQL
-# caches 64 subtransaction ids per transaction, past which every session's snapshots slow
-# down), the rest released to the next batch (processors._batch.MAX_ISOLATED). With
-# savepoints = "event" a batch holds at most 64 events (processors._worker).
-MAX_BATCH_SIZE = 256
-
-
-def _known_verifier(name: str) -> str:
-    # The registry of providers (one line each) decides, not a list kept here as well.
-    if name not in SCHEMES:
-        known = ", ".join(repr(s) for s in SCHEMES)
-        raise ValueError(f"unknown verifier {name!r}; expected one of: {known}")
-    return name
-
-
-VerifierName = Annotated[str, AfterValidator(_known_verifier)]
-
-
-def _require_unique(kind: str, names: list[str]) -> None:
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise ValueError(f"{kind} names must be unique; repeated: {', '.join(duplicated)}")
-
-
-class _Section(BaseModel):
-    # A ValidationError's text never carries the values given (a secret of the wrong type
-    # would be echoed): the one message users see is secrets.config_error's, which redacts them.
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
-
-
-class DatabaseSettings(_Section):
-    """Where PostgreSQL is. With no ``url``, the embedded server is started in ``data_dir``."""
-
-    url: str | None = None
-    # One login role per part (docs/security.md); each falls back to `url`.
-    receiver_url: str | None = None
-    worker_url: str | None = None
-    operator_url: str | None = None
-    retention_url: str | None = None
-    data_dir: Path = Path(".inbox")
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=10, ge=1)
-    connect_timeout_seconds: float = Field(default=5.0, gt=0)
-    # The wake-up mode of writers: "after_commit" sends one coalesced, payload-free NOTIFY
-    # after commit (at most one per `notify_interval_seconds` per process); "in_transaction"
-    # sends it inside the writing transaction, which serialises commits under concurrency.
-    notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
-    notify_interval_seconds: float = Field(default=0.01, ge=0)
-
-    @field_validator("url", "receiver_url", "worker_url", "operator_url", "retention_url")
-    @classmethod
-    def _valid_url(cls, value: str | None) -> str | None:
-        # Checked here, without connecting, so a typo is a one-line settings error naming
-        # the variable, not a driver error from deep inside whichever command ran first.
-        if not value:
-            return value
-        import psycopg  # the driver is loaded only when there is a URL to check
-        from psycopg.conninfo import conninfo_to_dict
-
-        try:
-            params = conninfo_to_dict(value)
-        except psycopg.ProgrammingError as exc:
-            raise ValueError(
-                "not a PostgreSQL connection string"
-                f" ({mask_password(str(exc).strip().removesuffix(' in connection info string'))});"
-                " expected postgresql://USER@HOST:5432/DBNAME or key=value pairs"
-            ) from None
-        port = str(params.get("port", ""))
-        if port and not all(p.strip().isdigit() for p in port.split(",")):
-            raise ValueError(f"the port must be a number, got {port!r}")
-        return value
-
-
-class SourceSettings(_Section):
-    """One webhook source: ``POST /webhooks/{name}``, verified by ``verifier``."""
-
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
-    verifier: VerifierName
-    secrets: list[SecretStr] = Field(default_factory=list)
-    secrets_env: str | None = None
-    # A mounted secret (docs/security.md): one per line, or comma-separated.
-    secrets_file: Path | None = None
-    public_keys: list[str] | dict[str, str] = Field(default_factory=list)
-    tolerance_seconds: int = Field(default=300, ge=0)
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
-    public_url: str | None = None
-    # Override of where the idempotency key / event type come from:
-    # "header:<name>", "json:<json-pointer>", "form:<field>", or "body-sha256".
-    key_from: str | None = None
-    type_from: str | None = None
-    # Scheme-specific settings, e.g. the `hmac` recipe (header, algorithm, encoding, ...).
-    options: dict[str, Any] = Field(default_factory=dict)
-    # Signing side, for `inbox send` only (the receiver never needs them): the private key of
-    # an asymmetric scheme (alipay, wechatpay: PEM; standard-webhooks v1a: whsk_), inline or
-    # read from the environment, and a sample payload (a JSON object, or the form's fields)
-    # into which `inbox send` puts a fresh key and the event type.
-    private_key: SecretStr | None = None
-    private_key_env: str | None = None
-    sample: dict[str, Any] | None = None
-    # Ordered processing (docs/ordering.md): events with the same value of `ordering_key`
-    # (a spec, as key_from) run one at a time, in the order of `order_by` (a spec of a
-    # provider timestamp; arrival when unset, and arrival breaks ties); `on_dead` says
-    # whether a dead letter holds its key's followers ("hold") or lets them go on.
-    ordering_key: str | None = None
-    order_by: str | None = None
-    on_dead: Literal["hold", "continue"] | None = None
-
-    @field_validator("key_from", "type_from")
-    @classmethod
-    def _valid_spec(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_spec(value)  # raises ValueError with the accepted forms
-        return value
-
-    @model_validator(mode="after")
-    def _valid_ordering(self) -> SourceSettings:
-        # Here rather than in a field validator, so the message names the source: a list
-        # entry's location is only its index.
-        for field in ("ordering_key", "order_by"):
-            value = getattr(self, field)
-            if value is None:
-                continue
-            try:
-                spec = parse_spec(value)
-            except ValueError as exc:
-                raise ValueError(f"source {self.name!r}, {field}: {exc}") from None
-            if spec.kind == "body-sha256":
-                raise ValueError(
-                    f"source {self.name!r}, {field} = {value!r}: the body's hash differs for"
-                    " every event, so it cannot order them; use header:, json: or form:"
-                )
-        if self.ordering_key is None:
-            for field in ("order_by", "on_dead"):
-                if getattr(self, field) is not None:
-                    raise ValueError(
-                        f"source {self.name!r}, {field}: applies to ordered sources only;"
-                        ' set ordering_key too (say, ordering_key = "json:/data/object/id")'
-                    )
-        return self
-
-    @property
-    def dead_policy(self) -> Literal["hold", "continue"] | None:
-        """What a dead letter does to its key: None for an unordered source."""
-        if self.ordering_key is None:
-            return None
-        return self.on_dead or "hold"
-
-    def secret_values(self) -> list[str]:
-        """The active secrets: those in the file, then a comma-separated ``secrets_env``,
-        then those of ``secrets_file``."""
-        values = [s.get_secret_value() for s in self.secrets]
-        if self.secrets_env:
-            from_env = os.environ.get(self.secrets_env, "")
-            values.extend(v.strip() for v in from_env.split(",") if v.strip())
-        if self.secrets_file:
-            from inbox._core.secrets import read_secrets_file
-
-            values.extend(read_secrets_file(self.secrets_file, self.name))
-        return values
-
-    def private_key_value(self) -> str | None:
-        """The signing key: the one in the file, else the ``private_key_env`` variable."""
-        if self.private_key is not None:
-            return self.private_key.get_secret_value()
-        if self.private_key_env:
-            return os.environ.get(self.private_key_env) or None
-        return None
-
-
-class WorkerSettings(_Section):
-    max_attempts: int = Field(default=25, ge=1)
-    max_crashes: int = Field(default=5, ge=1)
-    backoff_base_seconds: float = Field(default=1.0, gt=0)
-    backoff_max_seconds: float = Field(default=3600.0, gt=0)
-    poll_interval_seconds: float = Field(default=5.0, gt=0)
-    batch_size: int = Field(default=MAX_BATCH_SIZE, ge=1)
-    handler_timeout_seconds: float = Field(default=30.0, gt=0)
-    listen: bool = True  # False = poll only (PgBouncer in transaction pooling mode)
-    unrouted: Literal["skip", "fail"] = "skip"
-    # "batch": the handlers of a batch share one savepoint; a failure rolls them all back and
-    # re-runs the others, each in a savepoint of its own. "event": a savepoint round trip per
-    # event, so a handler never runs again because a neighbour failed (for handlers with
-    # effects outside the database that must not repeat).
-    savepoints: Literal["batch", "event"] = "batch"
-    # What the worker logs of the events it settles (failures are always logged): "batch",
-    # one info line per committed batch (`batch_processed`: outcome counts, sources,
-    # duration); "event", one line per processed event (`event_processed`); "none".
-    log_events: Literal["batch", "event", "none"] = "batch"
-
-    @field_validator("batch_size")
-    @classmethod
-    def _batch_within_the_cap(cls, value: int) -> int:
-        if value > MAX_BATCH_SIZE:
-            raise ValueError(
-                f"at most {MAX_BATCH_SIZE}: a batch is one transaction that holds its rows'"
-                " locks until it commits; beyond this size a batch saves no measurable time"
-            )
-        return value
-
-
-class ReceiverSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    redact_headers: list[str] = Field(
-        default_factory=lambda: ["authorization", "cookie", "proxy-authorization"]
-    )
-    write_timeout_seconds: float = Field(default=5.0, gt=0)
-
-
-class AppSettings(_Section):
-    """Your application: the handlers ``inbox dev`` (and ``inbox worker`` without ``--app``)
-    run, and your own tables, which ``inbox dev`` creates after pg-inbox's migrations."""
-
-    # module:attribute of a processors.Router, imported from the current directory.
-    router: str | None = None
-    # SQL files, or folders of them (applied in name order), relative to the current
-    # directory. `inbox dev` applies them on every start, so each must be idempotent
-    # (`create table if not exists ...`); in production they are your own migrations, run
-    # after `inbox db upgrade`.
-    tables: list[Path] = Field(default_factory=list)
-
-
-class RetentionSettings(_Section):
-    # `inbox prune` refuses to remove events younger than this: a pruned key can be accepted
-    # again, so it must outlive every provider's retry window (Stripe retries for 3 days).
-    minimum_days: float = Field(default=7.0, ge=1.0)
-
-
-class ConsoleUser(_Section):
-    """One ``[[console.users]]`` entry. ``password_hash`` comes from ``inbox console
-    hash-password``; a user without one can only sign in through the trusted header (the
-    entry then only gives that SSO user a role)."""
-
-    name: str = Field(min_length=1, max_length=200)
-    role: Literal["viewer", "operator"] = "viewer"
-    password_hash: SecretStr | None = None
-
-    @field_validator("password_hash")
-    @classmethod
-    def _known_hash(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith("scrypt$"):
-            raise ValueError("not a hash from `inbox console hash-password` (scrypt$n$r$p$...)")
-        return value
-
-
-class ConsoleSettings(_Section):
-    """The operator console (``inbox console``; ``/console`` in ``inbox serve`` when
-    ``enabled``)."""
-
-    enabled: bool = False
-    # Who sees event bodies: operators ("operators"), every signed-in user ("all"), nobody.
-    bodies: Literal["operators", "all", "none"] = "operators"
-    # A header an SSO proxy sets to the signed-in user's name, honoured only on requests
-    # whose peer address is in `trusted_proxies`.
-    trusted_header: str | None = Field(default=None, min_length=1)
-    trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
-    # The role of a trusted-header user who has no [[console.users]] entry.
-    trusted_role: Literal["viewer", "operator"] = "viewer"
-    users: list[ConsoleUser] = Field(default_factory=list)
-    # Signs the session cookies. Inline, or read from `secret_key_env` / `secret_key_file`.
-    secret_key: SecretStr | None = None
-    secret_key_env: str | None = None
-    secret_key_file: Path | None = None
-    session_idle_minutes: float = Field(default=30.0, gt=0)
-    # Failed sign-ins allowed per user and address within the window, then 429 until it ends.
-    login_attempts: int = Field(default=5, ge=1)
-    login_window_seconds: float = Field(default=300.0, gt=0)
-    # Receivers' /metrics URLs the overview reads rejection counts from (never stored).
-    receiver_metrics: list[str] = Field(default_factory=list)
-    # Where `inbox serve` mounts it, and the path `inbox console` serves it under.
-    base_path: str = Field(default="/console", pattern=r"^(/[A-Za-z0-9._~-]+)+$")
-    host: str = "127.0.0.1"
-    port: int = Field(default=8001, ge=0, le=65535)
-
-    @field_validator("users")
-    @classmethod
-    def _unique_user_names(cls, users: list[ConsoleUser]) -> list[ConsoleUser]:
-        _require_unique("user", [u.name for u in users])
-        return users
-
-    def secret_key_value(self) -> str | None:
-        """The session key: inline, else the ``secret_key_env`` variable, else the file."""
-        if self.secret_key is not None:
-            return self.secret_key.get_secret_value()
-        if self.secret_key_env and os.environ.get(self.secret_key_env):
-            return os.environ[self.secret_key_env]
-        if self.secret_key_file is not None:
-            try:
-                return self.secret_key_file.read_text(encoding="utf-8").strip() or None
-            except OSError as exc:
-                raise ConfigError(
-                    f"console.secret_key_file: cannot read {self.secret_key_file}: {exc}",
-                    path=str(self.secret_key_file),
-                    field="console.secret_key_file",
-                ) from exc
-        return None
-
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -358,7 +61,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
-        hide_input_in_errors=True,  # as _Section's
+        hide_input_in_errors=True,  # as the sections' (inbox._core.sections._Section)
     )
 
     database: DatabaseSettings = DatabaseSettings()
@@ -379,7 +82,7 @@ class Settings(BaseSettings):
     @field_validator("sources")
     @classmethod
     def _unique_source_names(cls, sources: list[SourceSettings]) -> list[SourceSettings]:
-        _require_unique("source", [s.name for s in sources])
+        require_unique("source", [s.name for s in sources])
         return sources
 
     @classmethod

@@ -1,7 +1,10 @@
 """The operations room: what an operator asks of the log, and what they do to it.
 
-Owns the operator API's models and records (``models``, ``records``), its store of queries
-(``store``), replay and dead-retry (``replay``), reading the receiver's rejection counters
+Owns the operator API's records (``models``: events and status; ``records``: runs, time, and
+the JSON form every record shares), what selects events (``selection``: ``EventFilter``),
+where and as whom an operation runs (``session``), the operator's input forms (``inputs``:
+durations, times, page sizes), its store of queries (``store``), replay and dead-retry
+(``replay``), retention (``retention``), reading the receiver's rejection counters
 (``receiver_scrape``) and terminal formatting (``term``). Its public face is
 ``inbox.queries`` (documented in docs/operations.md), which belongs to this room.
 
@@ -9,4 +12,15 @@ May import: the core room. Never receiving, writing or providers: an operator re
 re-enqueues what is stored, never a request.
 """
 
-__all__ = ["models", "receiver_scrape", "records", "replay", "store", "term"]
+__all__ = [
+    "inputs",
+    "models",
+    "receiver_scrape",
+    "records",
+    "replay",
+    "retention",
+    "selection",
+    "session",
+    "store",
+    "term",
+]

@@ -1,136 +1,38 @@
-"""What the operator's queries return: plain, frozen records with a stable JSON form.
+"""What the operator's queries return about events: plain, frozen records with a stable
+JSON form (``inbox._operations.records``' ``Record``).
 
 ``to_json()`` is the documented ``--json`` output of the CLI (docs/operations.md): keys are
-only ever added, never renamed or removed.
+only ever added, never renamed or removed. What selects events is
+``inbox._operations.selection``; the records of runs and time are ``records``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from inbox._operations.records import (
-    Activity,
-    ActivityPoint,
-    AuditEntry,
-    AuditKind,
-    AuditPage,
-    ReplayProgress,
-    ReplayRun,
-    Via,
-    check_via,
-    decode_cursor,
-    encode_cursor,
-    jsonable,
-)
+from inbox._operations.records import Record, ReplayRun, encode_cursor, jsonable, record_json
+from inbox._operations.selection import EventState
 
 __all__ = [
-    "Activity",
-    "ActivityPoint",
     "Attempt",
-    "AuditEntry",
-    "AuditKind",
-    "AuditPage",
     "Delivery",
     "EventDetail",
-    "EventFilter",
     "EventPage",
-    "EventState",
     "EventSummary",
-    "FilterState",
     "HeldKey",
     "PruneResult",
-    "ReplayProgress",
-    "ReplayRun",
     "SourceStatus",
     "Status",
-    "Via",
     "WorkState",
-    "check_via",
-    "decode_cursor",
-    "encode_cursor",
-    "glob_to_like",
-    "jsonable",
 ]
 
-EventState = Literal["pending", "retrying", "processed", "skipped", "dead"]
-EVENT_STATES: tuple[EventState, ...] = ("pending", "retrying", "processed", "skipped", "dead")
-FilterState = Literal["pending", "retrying", "processed", "skipped", "dead", "replay-queued"]
-"""What a filter can ask for: an event's state, or ``replay-queued`` (its pending work was
-queued by a replay run; such an event is also ``pending`` or ``retrying``)."""
-FILTER_STATES: tuple[FilterState, ...] = (*EVENT_STATES, "replay-queued")
-# States only an event with a work row can be in: a filter of only these is driven from the
-# small work table instead of walking the log.
-_WORK_STATES = frozenset({"pending", "retrying", "dead", "replay-queued"})
-
-
-def glob_to_like(pattern: str) -> str:
-    """A shell-style glob (``invoice.*``, ``?``) as a LIKE pattern, LIKE's own wildcards
-    escaped."""
-    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%").replace("?", "_")
-
 
 @dataclass(frozen=True, slots=True)
-class EventFilter:
-    """Which events: every field given narrows the selection (None = any)."""
-
-    ids: tuple[int, ...] | None = None
-    source: str | None = None
-    type: str | None = None
-    """A glob over the event type: ``invoice.*``."""
-    states: tuple[FilterState, ...] | None = None
-    """Any of these (``replay-queued``: pending work queued by a replay run)."""
-    since: datetime | None = None
-    """Received at or after (inclusive)."""
-    until: datetime | None = None
-    """Received before (exclusive)."""
-    key: str | None = None
-    error: str | None = None
-    """A case-insensitive substring of the last error."""
-    repeats: bool | None = None
-    """True: only events delivered more than once (a row in ``inbox_deliveries``)."""
-    replayed: bool | None = None
-    """True: only events some replay run or dead-letter retry included."""
-
-    def __post_init__(self) -> None:
-        for state in self.states or ():
-            if state not in FILTER_STATES:
-                raise ValueError(f"unknown state {state!r}; one of {', '.join(FILTER_STATES)}")
-        if self.since and self.until and self.since >= self.until:
-            raise ValueError("the received-between range is empty: since must be before until")
-
-    def is_empty(self) -> bool:
-        return all(getattr(self, f.name) is None for f in fields(self))
-
-    def params(self) -> dict[str, Any]:
-        """The named parameters of the ``select_events`` query."""
-        error = self.error
-        states = self.states
-        return {
-            "ids": list(self.ids) if self.ids is not None else None,
-            "source": self.source,
-            "type_like": glob_to_like(self.type) if self.type is not None else None,
-            "states": list(states) if states is not None else None,
-            "work_only": True if states and _WORK_STATES.issuperset(states) else None,
-            "since": self.since,
-            "until": self.until,
-            "key": self.key,
-            "error_like": None if error is None else "%" + glob_to_like(error) + "%",
-            "repeats": True if self.repeats else None,
-            "replayed": True if self.replayed else None,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """Only the fields given: this is what a replay run records as its filter."""
-        return {k: jsonable(v) for k, v in asdict(self).items() if v is not None and v is not False}
-
-
-@dataclass(frozen=True, slots=True)
-class EventSummary:
+class EventSummary(Record):
     id: int
     source: str
     key: str
@@ -145,15 +47,14 @@ class EventSummary:
     next_run_at: datetime | None
     queued_replay_id: int | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
-
 
 @dataclass(frozen=True, slots=True)
-class EventPage:
+class EventPage(Record):
     events: list[EventSummary]
     next_before: int | None
     """Pass as ``before`` for the next page; None on the last page."""
+
+    _json_extra = ("next_cursor",)
 
     @property
     def next_cursor(self) -> str | None:
@@ -161,16 +62,9 @@ class EventPage:
         URL carries, so the paging key can change without breaking saved links' meaning."""
         return None if self.next_before is None else encode_cursor({"before": self.next_before})
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "events": [e.to_json() for e in self.events],
-            "next_before": self.next_before,
-            "next_cursor": self.next_cursor,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(Record):
     """One delivery of the event's key. The first is the event itself."""
 
     received_at: datetime
@@ -183,17 +77,16 @@ class Delivery:
     itself): what ``queries.delivery_body`` takes."""
 
     def to_json(self) -> dict[str, Any]:
+        # The body as base64, not hex (the other bytes' form): it is what a reader decodes.
+        body = None if self.body is None else base64.b64encode(self.body).decode()
         return {
-            "id": self.id,
-            "received_at": jsonable(self.received_at),
-            "body_sha256": self.body_sha256.hex(),
-            "differs": self.differs,
-            "body_base64": None if self.body is None else base64.b64encode(self.body).decode(),
+            **record_json(self, ("id", "received_at", "body_sha256", "differs")),
+            "body_base64": body,
         }
 
 
 @dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(Record):
     attempt: int
     started_at: datetime
     finished_at: datetime
@@ -215,13 +108,11 @@ class Attempt:
         return self.finished_at - self.started_at
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: jsonable(v) for k, v in asdict(self).items()}
-        out["duration_seconds"] = self.duration.total_seconds()
-        return out
+        return {**record_json(self), "duration_seconds": self.duration.total_seconds()}
 
 
 @dataclass(frozen=True, slots=True)
-class WorkState:
+class WorkState(Record):
     """The event's row in the queue, while it has one."""
 
     state: str
@@ -232,12 +123,24 @@ class WorkState:
     replay_id: int | None
     priority: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
+
+# The JSON form's order (docs/operations.md): the event's identity before its bodies.
+_DETAIL_FIELDS = (
+    "id",
+    "source",
+    "key",
+    "type",
+    "verifier",
+    "received_at",
+    "state",
+    "headers",
+    "body_sha256",
+    "trace_id",
+)
 
 
 @dataclass(frozen=True, slots=True)
-class EventDetail:
+class EventDetail(Record):
     id: int
     source: str
     key: str
@@ -272,30 +175,19 @@ class EventDetail:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "source": self.source,
-            "key": self.key,
-            "type": self.type,
-            "verifier": self.verifier,
-            "received_at": jsonable(self.received_at),
-            "state": self.state,
-            "headers": self.headers,
-            "body_sha256": self.body_sha256.hex(),
-            "trace_id": self.trace_id,
+            **record_json(self, _DETAIL_FIELDS),
             "body_size": len(self.body),
             "body_json": self.body_json(),
             "body_text": self.body_text(),
             "body_base64": base64.b64encode(self.body).decode(),
-            "work": None if self.work is None else self.work.to_json(),
+            "work": jsonable(self.work),
             "delivery_count": len(self.deliveries),
-            "deliveries": [d.to_json() for d in self.deliveries],
-            "attempts": [a.to_json() for a in self.attempts],
-            "replays": [r.to_json() for r in self.replays],
+            **record_json(self, ("deliveries", "attempts", "replays")),
         }
 
 
 @dataclass(frozen=True, slots=True)
-class HeldKey:
+class HeldKey(Record):
     """An ordered key whose head holds its other events back (docs/ordering.md)."""
 
     source: str
@@ -310,16 +202,15 @@ class HeldKey:
     waiting: int
     """Events of the key waiting behind the head."""
 
+    _json_extra = ("reason",)
+
     @property
     def reason(self) -> str:
         return "dead letter" if self.state == "dead" else "retrying"
 
-    def to_json(self) -> dict[str, Any]:
-        return {**{k: jsonable(v) for k, v in asdict(self).items()}, "reason": self.reason}
-
 
 @dataclass(frozen=True, slots=True)
-class SourceStatus:
+class SourceStatus(Record):
     source: str
     received_1h: int
     received_24h: int
@@ -335,12 +226,24 @@ class SourceStatus:
     oldest_pending_seconds: float | None
     processed_per_minute: float
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+
+# The JSON form's order (docs/operations.md): the verdict first, the workers last.
+_STATUS_FIELDS = (
+    "generated_at",
+    "healthy",
+    "problems",
+    "warnings",
+    "max_age_seconds",
+    "dead",
+    "oldest_pending_seconds",
+    "sources",
+    "held",
+    "held_keys",
+)
 
 
 @dataclass(frozen=True, slots=True)
-class Status:
+class Status(Record):
     generated_at: datetime
     sources: list[SourceStatus]
     worker_processes: int
@@ -373,16 +276,7 @@ class Status:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "generated_at": jsonable(self.generated_at),
-            "healthy": self.healthy,
-            "problems": self.problems,
-            "warnings": self.warnings,
-            "max_age_seconds": self.max_age_seconds,
-            "dead": self.dead,
-            "oldest_pending_seconds": self.oldest_pending_seconds,
-            "sources": [s.to_json() for s in self.sources],
-            "held": self.held,
-            "held_keys": [h.to_json() for h in self.held_keys],
+            **record_json(self, _STATUS_FIELDS),
             "workers": {
                 "processes": self.worker_processes,
                 "listeners": self.listeners,
@@ -392,7 +286,7 @@ class Status:
 
 
 @dataclass(frozen=True, slots=True)
-class PruneResult:
+class PruneResult(Record):
     cutoff: datetime
     dry_run: bool
     events_deleted: int
@@ -402,6 +296,3 @@ class PruneResult:
     deliveries_deleted: int = 0
     attempts_deleted: int = 0
     audit_id: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}

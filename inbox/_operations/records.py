@@ -1,15 +1,16 @@
 """The operator's records of runs and time: replay runs, their progress, the audit, the
-activity series; and what every record shares (JSON form, page cursors, ``via``).
-``inbox._operations.models`` re-exports them with the event records."""
+activity series; and what every record shares (``Record``: the JSON form; page cursors;
+``via``). The event records are ``inbox._operations.models``."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "VIA",
@@ -18,13 +19,17 @@ __all__ = [
     "AuditEntry",
     "AuditKind",
     "AuditPage",
+    "Record",
     "ReplayProgress",
     "ReplayRun",
     "Via",
     "check_via",
+    "cursor_int",
+    "cursor_time",
     "decode_cursor",
     "encode_cursor",
     "jsonable",
+    "record_json",
 ]
 
 Via = Literal["cli", "console", "api"]
@@ -45,6 +50,10 @@ def encode_cursor(position: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+def _not_a_cursor(token: str) -> ValueError:
+    return ValueError(f"not a page cursor: {token[:40]!r} (start again from the first page)")
+
+
 def decode_cursor(token: str, keys: tuple[str, ...]) -> dict[str, Any]:
     """The position in a token from :func:`encode_cursor`; ``ValueError`` when it is not one
     (a page token is user input: it arrives in a URL)."""
@@ -54,12 +63,31 @@ def decode_cursor(token: str, keys: tuple[str, ...]) -> dict[str, Any]:
     except (binascii.Error, ValueError):
         position = None
     if not isinstance(position, dict) or set(position) != set(keys):
-        raise ValueError(f"not a page cursor: {token[:40]!r} (start again from the first page)")
+        raise _not_a_cursor(token)
     return position
 
 
+def cursor_int(position: dict[str, Any], name: str, token: str) -> int:
+    """The whole number at ``name`` of a decoded position (``ValueError`` as a bad token)."""
+    value = position[name]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _not_a_cursor(token)
+    return value
+
+
+def cursor_time(position: dict[str, Any], name: str, token: str) -> datetime:
+    """The time at ``name`` of a decoded position (``ValueError`` as a bad token)."""
+    try:
+        return datetime.fromisoformat(str(position[name]))
+    except ValueError:
+        raise _not_a_cursor(token) from None
+
+
 def jsonable(value: Any) -> Any:
-    """Datetimes as ISO 8601, timedeltas as seconds, bytes as hex; the rest as is."""
+    """Records as their ``to_json``, datetimes as ISO 8601, timedeltas as seconds, bytes as
+    hex, containers item by item; the rest as is."""
+    if isinstance(value, Record):
+        return value.to_json()
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, timedelta):
@@ -73,8 +101,30 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def record_json(record: Record, names: Iterable[str] | None = None) -> dict[str, Any]:
+    """``{name: jsonable(record.name)}`` for each of ``names`` (a field or a property), in
+    their order; by default the record's fields, in theirs."""
+    if names is None:
+        names = (f.name for f in fields(record))  # type: ignore[arg-type]  # a dataclass
+    return {name: jsonable(getattr(record, name)) for name in names}
+
+
+class Record:
+    """A frozen record of the operator API (a dataclass). ``to_json`` is its documented
+    ``--json`` form: by default each field under its own name, as ``jsonable`` writes it,
+    then the properties named in ``_json_extra``; a record whose form orders or shapes keys
+    otherwise builds its own on ``record_json``."""
+
+    __slots__ = ()
+    # Properties the form adds after the fields: what the record concludes from them.
+    _json_extra: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**record_json(self), **record_json(self, self._json_extra)}
+
+
 @dataclass(frozen=True, slots=True)
-class ReplayRun:
+class ReplayRun(Record):
     """One replay run or dead-letter retry (kind ``dead-retry``), as recorded."""
 
     id: int
@@ -88,12 +138,9 @@ class ReplayRun:
     rate_per_second: float | None
     via: Via = "api"
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
-
 
 @dataclass(frozen=True, slots=True)
-class ActivityPoint:
+class ActivityPoint(Record):
     at: datetime
     """The bucket's start; it spans one step."""
     received: int
@@ -102,12 +149,9 @@ class ActivityPoint:
     failed: int
     """Attempts that raised or crashed (a handler's ``Retry`` is not a failure)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
-
 
 @dataclass(frozen=True, slots=True)
-class Activity:
+class Activity(Record):
     """Counts per bucket over a window, oldest first; the last bucket holds now."""
 
     window: timedelta
@@ -123,7 +167,7 @@ class Activity:
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayProgress:
+class ReplayProgress(Record):
     """Where the events of one run are now."""
 
     run: ReplayRun
@@ -137,27 +181,18 @@ class ReplayProgress:
     attempts: int
     """Attempts made under this run so far."""
 
+    _json_extra = ("finished",)
+
     @property
     def finished(self) -> bool:
         return self.pending == 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run.to_json(),
-            "processed": self.processed,
-            "failed": self.failed,
-            "pending": self.pending,
-            "retrying": self.retrying,
-            "attempts": self.attempts,
-            "finished": self.finished,
-        }
 
 
 AuditKind = Literal["replay", "dead-retry", "dead-skip", "prune"]
 
 
 @dataclass(frozen=True, slots=True)
-class AuditEntry:
+class AuditEntry(Record):
     """One operator action: a replay run, a dead-letter retry or skip, or a prune."""
 
     kind: AuditKind
@@ -175,15 +210,9 @@ class AuditEntry:
     count: int
     """Events queued by the run, or deleted by the prune."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
-
 
 @dataclass(frozen=True, slots=True)
-class AuditPage:
+class AuditPage(Record):
     entries: list[AuditEntry]
     next_cursor: str | None
     """Pass as ``cursor`` for the next (older) page; None on the last page."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"entries": [e.to_json() for e in self.entries], "next_cursor": self.next_cursor}

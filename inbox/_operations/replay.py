@@ -27,16 +27,12 @@ from psycopg.types.json import Jsonb
 from inbox._core.errors import RefusedError
 from inbox._core.logs import get_logger
 from inbox._core.sql import load_queries
-from inbox._operations.models import ReplayRun, Via, check_via
+from inbox._operations.models import EventSummary
+from inbox._operations.records import Record, ReplayRun, Via, check_via, record_json
+from inbox._operations.selection import EventFilter
+from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
-from inbox.queries import (
-    Db,
-    EventFilter,
-    EventSummary,
-    connection,
-    current_actor,
-    event_ids,
-)
+from inbox.queries import event_ids
 
 __all__ = [
     "ReplayResult",
@@ -65,8 +61,21 @@ def _q(name: str) -> LiteralString:
     return QUERIES[name]
 
 
+# The JSON form's order (docs/operations.md): the run and its verdict before the counts.
+_RESULT_FIELDS = (
+    "replay_id",
+    "dry_run",
+    "cancelled",
+    "selected",
+    "queued",
+    "already_pending",
+    "already_processed",
+    "sample",
+)
+
+
 @dataclass(frozen=True, slots=True)
-class ReplayResult:
+class ReplayResult(Record):
     selected: int
     """Events the selection matched."""
     queued: int
@@ -82,29 +91,17 @@ class ReplayResult:
     """Queued (or to be) events that ran successfully before: their handlers run again."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "replay_id": self.replay_id,
-            "dry_run": self.dry_run,
-            "cancelled": self.cancelled,
-            "selected": self.selected,
-            "queued": self.queued,
-            "already_pending": self.already_pending,
-            "already_processed": self.already_processed,
-            "sample": [s.to_json() for s in self.sample],
-        }
+        return record_json(self, _RESULT_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
-class SkipResult:
+class SkipResult(Record):
     skip_id: int | None
     """The audit run's id (None when none of the ids was a dead letter)."""
     skipped: list[int]
     """The dead letters that left the work table as skipped."""
     left_alone: list[int]
     """Ids that were not dead letters (pending, settled or unknown): nothing was done."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"skip_id": self.skip_id, "skipped": self.skipped, "left_alone": self.left_alone}
 
 
 class ReplayStore:

@@ -10,10 +10,12 @@ from datetime import timedelta
 
 from inbox._core.errors import RefusedError
 from inbox._core.logs import get_logger
-from inbox._operations.models import PruneResult, Via, check_via
+from inbox._operations.models import PruneResult
+from inbox._operations.records import Via, check_via
+from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
 from inbox._operations.term import human_duration
-from inbox.queries import MINIMUM_RETENTION, Db, connection, current_actor
+from inbox.queries import MINIMUM_RETENTION
 
 __all__ = ["prune"]
 

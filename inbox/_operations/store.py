@@ -14,21 +14,23 @@ from psycopg.rows import tuple_row
 from inbox._core.sql import load_queries
 from inbox._core.tracing import trace_id_of
 from inbox._operations.models import (
-    Activity,
-    ActivityPoint,
     Attempt,
-    AuditEntry,
     Delivery,
     EventDetail,
-    EventFilter,
     EventSummary,
     HeldKey,
     PruneResult,
-    ReplayProgress,
-    ReplayRun,
     SourceStatus,
     WorkState,
 )
+from inbox._operations.records import (
+    Activity,
+    ActivityPoint,
+    AuditEntry,
+    ReplayProgress,
+    ReplayRun,
+)
+from inbox._operations.selection import EventFilter
 
 __all__ = ["REDACTED", "LogStore"]
 

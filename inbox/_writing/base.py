@@ -1,5 +1,6 @@
 """What ``InboxWriter`` and ``AsyncInboxWriter`` share, free of I/O: the constructor and its
-checks, the pool a writer makes for itself, the plan of a write and whether a wake-up follows.
+checks, the pool a writer makes for itself, ``write``'s signature and documentation, the plan
+of a write and whether a wake-up follows.
 
 The two shells (``inbox._writing.writer``, ``inbox._writing.writer_async``) add only the
 I/O: the pool's connections, the rounds of the write statement, the NOTIFY. psycopg_pool
@@ -22,6 +23,7 @@ from inbox._core.tracing import current_traceparent
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
     NotifyCoalescer,
+    WriteRequest,
     WriteResult,
     owned_pool_options,
     prepare_write,
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NotifyMode",
     "OnDead",
-    "Ordering",
     "PlannedWrite",
     "WriterBase",
     "log",
@@ -49,18 +50,9 @@ NOTIFY_MODES: tuple[str, ...] = get_args(NotifyMode)
 log = get_logger("inbox.writer")
 
 PoolT = TypeVar("PoolT")
-
-
-@dataclass(frozen=True, slots=True)
-class Ordering:
-    """How a write is ordered among its key's events (all None: unordered)."""
-
-    key: str | None = None
-    order_at: datetime | None = None
-    on_dead: OnDead | None = None
-
-
-UNORDERED = Ordering()
+ConnT = TypeVar("ConnT", bound="psycopg.Connection[Any] | psycopg.AsyncConnection[Any]")
+# What ``write`` returns: a ``WriteResult``, or (async) a coroutine of one.
+ResultT = TypeVar("ResultT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +78,9 @@ def rounds_exhausted(params: Mapping[str, Any]) -> InboxError:
     return InboxError(f"could not write or find {params['source']}:{params['key']}")
 
 
-class WriterBase(ABC, Generic[PoolT]):
-    """The state and rules of a writer; ``PoolT`` is the shell's pool class.
+class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
+    """The state and rules of a writer; ``PoolT``, ``ConnT`` are the shell's pool and
+    connection classes, ``ResultT`` what its ``write`` returns.
 
     Give it a connection string (the writer then owns a pool of autocommit connections) or a
     ``pool=`` of your own, not both. ``connection_kwargs`` go to every connection of an owned
@@ -137,17 +130,43 @@ class WriterBase(ABC, Generic[PoolT]):
     def _init_io(self) -> None:
         """The shell's own state (timers, tasks); runs once the pool is set."""
 
-    def _plan(
+    def write(
         self,
         source: str,
         key: str,
         body: bytes,
-        headers: Mapping[str, str] | None,
-        event_type: str | None,
-        verifier: str | None,
-        conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any] | None,
-        ordering: Ordering = UNORDERED,
-    ) -> PlannedWrite:
+        headers: Mapping[str, str] | None = None,
+        *,
+        event_type: str | None = None,
+        verifier: str | None = None,
+        ordering_key: str | None = None,
+        order_at: datetime | None = None,
+        on_dead: OnDead | None = None,
+        conn: ConnT | None = None,
+    ) -> ResultT:
+        """Append one delivery. Returns the event id and whether it was new (from
+        ``AsyncInboxWriter``, a coroutine: ``await writer.write(...)``).
+
+        A duplicate ``(source, key)`` creates no work; it is recorded as a delivery.
+        ``ordering_key``: events of this source with the same ordering key run one at a
+        time, in the order of ``order_at`` (default: their arrival; arrival breaks ties);
+        ``on_dead`` ("hold", the default, or "continue") says whether a dead letter holds
+        the key's later events (docs/ordering.md). ``conn``: join that connection's open
+        transaction instead of committing on the writer's own pool.
+        Raises ``InvalidWriteError`` before any SQL for bad input, and
+        ``DatabaseUnavailableError`` when the write could not be committed.
+        """
+        request = WriteRequest(
+            source, key, body, headers, event_type, verifier, ordering_key, order_at, on_dead
+        )
+        return self._write(request, conn)
+
+    @abstractmethod
+    def _write(self, request: WriteRequest, conn: ConnT | None) -> ResultT:
+        """The shell's write: ``_plan`` it, run its rounds, owe a wake-up. The async shell's
+        is a coroutine function, so nothing (not even a check) runs before it is awaited."""
+
+    def _plan(self, request: WriteRequest, conn: ConnT | None) -> PlannedWrite:
         """Check a write; ``conn`` is the caller's connection, None for the writer's pool.
 
         A write that joins the caller's open transaction sends its NOTIFY in that
@@ -155,17 +174,9 @@ class WriterBase(ABC, Generic[PoolT]):
         """
         in_callers_txn = conn is not None and not conn.autocommit
         params = prepare_write(
-            source=source,
-            key=key,
-            body=body,
-            headers=headers,
-            event_type=event_type,
-            verifier=verifier,
+            request,
             notify_in_transaction=self._notify == "in_transaction"
             or (in_callers_txn and self._notify != "off"),
-            ordering_key=ordering.key,
-            order_at=ordering.order_at,
-            on_dead=ordering.on_dead,
             # The span the write runs in (the receipt's, or the host's): handlers link to it.
             traceparent=current_traceparent(),
         )

@@ -16,6 +16,7 @@ from inbox._core.sql import load_queries
 
 __all__ = [
     "NotifyCoalescer",
+    "WriteRequest",
     "WriteResult",
     "group_params",
     "owned_pool_options",
@@ -39,6 +40,26 @@ INSERT_EVENTS: LiteralString = QUERIES["insert_events"]
 RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
 PING: LiteralString = QUERIES["ping"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """A write as its caller asked for it, unchecked: ``InboxWriter.write``'s arguments.
+
+    One value from the public method to the checks, so the arguments are named once here
+    rather than again at every hop. Fields are ``object``: ``prepare_write`` accepts anything
+    and refuses, with a typed error, what is not a valid write.
+    """
+
+    source: object
+    key: object
+    body: object
+    headers: object = None
+    event_type: object = None
+    verifier: object = None
+    ordering_key: object = None
+    order_at: object = None
+    on_dead: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,18 +150,7 @@ def _check_ordering(
 
 
 def prepare_write(
-    *,
-    source: object,
-    key: object,
-    body: object,
-    headers: object,
-    event_type: object,
-    verifier: object,
-    notify_in_transaction: bool,
-    ordering_key: object = None,
-    order_at: object = None,
-    on_dead: object = None,
-    traceparent: str | None = None,
+    request: WriteRequest, *, notify_in_transaction: bool, traceparent: str | None = None
 ) -> dict[str, Any]:
     """Validate a write and return the parameters of ``insert_event``.
 
@@ -152,6 +162,7 @@ def prepare_write(
     # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
     from psycopg.types.json import Jsonb
 
+    source, key, body = request.source, request.key, request.body
     checked_source = _check_text("source", source, MAX_SOURCE_LENGTH, source, key)
     checked_key = _check_text("key", key, MAX_KEY_LENGTH, source, key)
     if not isinstance(body, bytes):
@@ -160,6 +171,7 @@ def prepare_write(
             source=source,
             key=key,
         )
+    event_type, verifier = request.event_type, request.verifier
     checked_type = (
         None
         if event_type is None
@@ -169,14 +181,14 @@ def prepare_write(
         None if verifier is None else _check_text("verifier", verifier, 100, source, key)
     )
     checked_ordering, checked_order_at, policy = _check_ordering(
-        ordering_key, order_at, on_dead, source, key
+        request.ordering_key, request.order_at, request.on_dead, source, key
     )
     return {
         "source": checked_source,
         "key": checked_key,
         "event_type": checked_type,
         "verifier": checked_verifier,
-        "headers": Jsonb(_check_headers(headers, checked_source, checked_key)),
+        "headers": Jsonb(_check_headers(request.headers, checked_source, checked_key)),
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
         "traceparent": traceparent,

@@ -10,21 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
-from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._writing.base import (
-    OnDead,
-    Ordering,
-    WriterBase,
-    log,
-    rounds_exhausted,
-    write_rounds,
-)
-from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
+from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
+from inbox._writing.plan import NOTIFY_WORK, PING, WriteRequest, WriteResult, read_result
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["InboxWriter"]
 
 
-class InboxWriter(WriterBase["ConnectionPool"]):
+class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteResult]):
     """Appends raw webhooks to the inbox log; one round trip for a new event.
 
     Give it a connection string (it then owns a pool of autocommit connections) or your own
@@ -63,33 +54,9 @@ class InboxWriter(WriterBase["ConnectionPool"]):
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
 
-    def write(
-        self,
-        source: str,
-        key: str,
-        body: bytes,
-        headers: Mapping[str, str] | None = None,
-        *,
-        event_type: str | None = None,
-        verifier: str | None = None,
-        ordering_key: str | None = None,
-        order_at: datetime | None = None,
-        on_dead: OnDead | None = None,
-        conn: psycopg.Connection[Any] | None = None,
-    ) -> WriteResult:
-        """Append one delivery. Returns the event id and whether it was new.
-
-        A duplicate ``(source, key)`` creates no work; it is recorded as a delivery.
-        ``ordering_key``: events of this source with the same ordering key run one at a
-        time, in the order of ``order_at`` (default: their arrival; arrival breaks ties);
-        ``on_dead`` ("hold", the default, or "continue") says whether a dead letter holds
-        the key's later events (docs/ordering.md).
-        Raises ``InvalidWriteError`` before any SQL for bad input, and
-        ``DatabaseUnavailableError`` when the write could not be committed.
-        """
-        ordering = Ordering(ordering_key, order_at, on_dead)
-        plan = self._plan(source, key, body, headers, event_type, verifier, conn, ordering)
-        with translate_driver_errors(f"writing {source}:{key}"):
+    def _write(self, request: WriteRequest, conn: psycopg.Connection[Any] | None) -> WriteResult:
+        plan = self._plan(request, conn)
+        with translate_driver_errors(f"writing {request.source}:{request.key}"):
             result = self._write_one(plan.params) if conn is None else self._run(conn, plan.params)
         if self._owes_wake_up(plan, result):
             self._after_commit()

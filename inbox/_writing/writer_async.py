@@ -9,21 +9,13 @@ imported: a sync host's ``import inbox`` pays for neither.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._writing.base import (
-    OnDead,
-    Ordering,
-    WriterBase,
-    log,
-    rounds_exhausted,
-    write_rounds,
-)
-from inbox._writing.plan import NOTIFY_WORK, PING, WriteResult, read_result
+from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
+from inbox._writing.plan import NOTIFY_WORK, PING, WriteRequest, WriteResult, read_result
 
 if TYPE_CHECKING:
     import asyncio
@@ -36,11 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["AsyncInboxWriter"]
 
 
-class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
+class AsyncInboxWriter(
+    WriterBase[
+        "AsyncConnectionPool",
+        "psycopg.AsyncConnection[Any]",
+        Coroutine[Any, Any, WriteResult],
+    ]
+):
     """Appends raw webhooks to the inbox log from async code; see ``InboxWriter``.
 
     Use it as ``async with AsyncInboxWriter(dsn) as w`` or call ``await w.open()`` first
-    (the first write opens it too).
+    (the first write opens it too). ``await w.write(...)``: ``write`` returns a coroutine.
     """
 
     # Set when the writer makes its own pool: prompt reconnection after a server restart.
@@ -76,24 +74,11 @@ class AsyncInboxWriter(WriterBase["AsyncConnectionPool"]):
                 await self._pool.open()
             self._opened = True
 
-    async def write(
-        self,
-        source: str,
-        key: str,
-        body: bytes,
-        headers: Mapping[str, str] | None = None,
-        *,
-        event_type: str | None = None,
-        verifier: str | None = None,
-        ordering_key: str | None = None,
-        order_at: datetime | None = None,
-        on_dead: OnDead | None = None,
-        conn: psycopg.AsyncConnection[Any] | None = None,
+    async def _write(
+        self, request: WriteRequest, conn: psycopg.AsyncConnection[Any] | None
     ) -> WriteResult:
-        """Append one delivery; see ``InboxWriter.write``."""
-        ordering = Ordering(ordering_key, order_at, on_dead)
-        plan = self._plan(source, key, body, headers, event_type, verifier, conn, ordering)
-        with translate_driver_errors(f"writing {source}:{key}"):
+        plan = self._plan(request, conn)
+        with translate_driver_errors(f"writing {request.source}:{request.key}"):
             if conn is not None:
                 result = await self._run(conn, plan.params)
             else:

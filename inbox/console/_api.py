@@ -13,15 +13,8 @@ import psycopg
 
 from inbox import queries
 from inbox._operations import replay as _replay
-from inbox._operations.models import (
-    Activity,
-    AuditPage,
-    EventDetail,
-    EventPage,
-    EventSummary,
-    ReplayProgress,
-    Status,
-)
+from inbox._operations.models import EventDetail, EventPage, EventSummary, Status
+from inbox._operations.records import Activity, AuditPage, ReplayProgress
 from inbox._operations.replay import ReplayResult
 from inbox.console._filters import ParsedFilter
 

@@ -8,7 +8,7 @@ from datetime import UTC
 
 from markupsafe import Markup, escape
 
-from inbox._operations.models import Activity
+from inbox._operations.records import Activity
 
 __all__ = ["activity_charts", "svg_chart"]
 

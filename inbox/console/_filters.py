@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inbox._operations.models import FILTER_STATES, EventFilter, FilterState
+from inbox._operations.selection import FILTER_STATES, EventFilter, FilterState
 from inbox.queries import parse_time
 
 __all__ = ["FILTER_FIELDS", "ParsedFilter", "parse_filter"]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inbox._operations.models import EventFilter, glob_to_like
+from inbox._operations.selection import EventFilter, glob_to_like
 from inbox._operations.term import Progress, relative, table, use_colour
 from inbox.queries import parse_duration, parse_time
 
