@@ -21,7 +21,6 @@ statement) or commits (the worker does, once per batch).
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -35,6 +34,7 @@ import psycopg
 from psycopg import pq
 
 from inbox._core.logs import get_logger
+from processors._deadline import HandlerDeadline
 from processors._decide import (
     Decision,
     HandlerLeftTransactionAbortedError,
@@ -128,6 +128,23 @@ class BatchRunner:
         """Run each event's handler; events not started by ``deadline`` (monotonic) or after
         a stop request are released unrun, so one slow batch cannot hold its locks long.
         ``batch_savepoint_taken``: the claim already ran ``BATCH_SAVEPOINT``."""
+        self._deadline = HandlerDeadline()
+        try:
+            return await self._run(
+                conn, sync_conn, batch, should_stop, deadline, batch_savepoint_taken
+            )
+        finally:
+            self._deadline.close()
+
+    async def _run(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        sync_conn: psycopg.Connection[Any],
+        batch: Sequence[ClaimedEvent],
+        should_stop: Callable[[], bool],
+        deadline: float,
+        batch_savepoint_taken: bool,
+    ) -> list[Decision]:
         decisions: list[Decision | None] = [None] * len(batch)
         self._event_savepoint_taken = False
         if self._savepoints == "batch":
@@ -324,17 +341,15 @@ class BatchRunner:
     ) -> None:
         timeout = route.timeout_seconds or self._timeout
         if route.is_async:
-            # asyncio's timeout, not an anyio cancel scope: asyncio cancels once, which lets
-            # psycopg cancel the running query on the server and keep the connection (and
-            # so the batch); anyio's level cancellation interrupts that clean-up and psycopg
-            # must close the connection. psycopg's async side runs on asyncio only anyway.
-            deadline = asyncio.timeout(timeout)
+            # An asyncio cancellation, not an anyio cancel scope: asyncio cancels once,
+            # which lets psycopg cancel the running query on the server and keep the
+            # connection (and so the batch); anyio's level cancellation interrupts that
+            # clean-up and psycopg must close the connection. psycopg's async side runs on
+            # asyncio only anyway.
             try:
-                async with deadline:
+                with self._deadline.running(timeout):
                     await route.handler(event, conn)  # type: ignore[misc]  # is_async checked
-            except TimeoutError as exc:
-                if not deadline.expired():
-                    raise  # the handler's own TimeoutError, not our deadline
+            except HandlerDeadline.Expired as exc:
                 raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from exc
             return
 
