@@ -97,6 +97,9 @@ class _Undo(Exception):
 
 
 class BatchRunner:
+    # The time limit of the async handlers of the pass running now (one per pass: _run_all).
+    _deadline: HandlerDeadline
+
     def __init__(
         self,
         router: Router,
@@ -128,23 +131,6 @@ class BatchRunner:
         """Run each event's handler; events not started by ``deadline`` (monotonic) or after
         a stop request are released unrun, so one slow batch cannot hold its locks long.
         ``batch_savepoint_taken``: the claim already ran ``BATCH_SAVEPOINT``."""
-        self._deadline = HandlerDeadline()
-        try:
-            return await self._run(
-                conn, sync_conn, batch, should_stop, deadline, batch_savepoint_taken
-            )
-        finally:
-            self._deadline.close()
-
-    async def _run(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        sync_conn: psycopg.Connection[Any],
-        batch: Sequence[ClaimedEvent],
-        should_stop: Callable[[], bool],
-        deadline: float,
-        batch_savepoint_taken: bool,
-    ) -> list[Decision]:
         decisions: list[Decision | None] = [None] * len(batch)
         self._event_savepoint_taken = False
         if self._savepoints == "batch":
@@ -205,19 +191,23 @@ class BatchRunner:
         """Decide every event that has no decision yet."""
         pipe = BatchPipeline(conn) if shared else None
         isolated = 0
-        for i, item in enumerate(batch):
-            if decisions[i] is not None:
-                continue
-            claimed = item.claimed
-            if claimed.crashes >= self._policy.max_crashes:
-                # Before the deadline check: a poison pill is never released to crash again.
-                self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
-                decisions[i] = decide_crashed(claimed, now=_now())
-            elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
-                decisions[i] = decide_released(claimed, now=_now())
-            else:
-                isolated += not shared
-                decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+        self._deadline = HandlerDeadline()
+        try:
+            for i, item in enumerate(batch):
+                if decisions[i] is not None:
+                    continue
+                claimed = item.claimed
+                if claimed.crashes >= self._policy.max_crashes:
+                    # Before the deadline check: a poison pill is never released to crash again.
+                    self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
+                    decisions[i] = decide_crashed(claimed, now=_now())
+                elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
+                    decisions[i] = decide_released(claimed, now=_now())
+                else:
+                    isolated += not shared
+                    decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+        finally:
+            self._deadline.close()
         if pipe is not None and not await pipe.close():
             raise _Undo(timeout=pipe.longest_timeout)
 

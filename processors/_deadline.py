@@ -14,7 +14,6 @@ cancels the running query on the server and keeps the connection (and so the bat
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 
 __all__ = ["HandlerDeadline"]
 
@@ -54,12 +53,7 @@ class HandlerDeadline:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_and_tb: object) -> None:
         self._due = None
         if not self._fired:
             return
@@ -67,7 +61,7 @@ class HandlerDeadline:
         # Our cancel is taken back; it was ours to turn into Expired only when no one else
         # asked for a cancel meanwhile (as asyncio.timeout decides).
         if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
-            raise self.Expired from exc
+            raise self.Expired from exc_and_tb[0]  # type: ignore[misc]  # CancelledError
 
     def close(self) -> None:
         """Stop the timer (the batch's handlers are done)."""
