@@ -21,7 +21,6 @@ statement) or commits (the worker does, once per batch).
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -35,6 +34,7 @@ import psycopg
 from psycopg import pq
 
 from inbox._core.logs import get_logger
+from processors._deadline import HandlerDeadline
 from processors._decide import (
     Decision,
     HandlerLeftTransactionAbortedError,
@@ -97,6 +97,9 @@ class _Undo(Exception):
 
 
 class BatchRunner:
+    # The time limit of the async handlers of the pass running now (one per pass: _run_all).
+    _deadline: HandlerDeadline
+
     def __init__(
         self,
         router: Router,
@@ -188,19 +191,23 @@ class BatchRunner:
         """Decide every event that has no decision yet."""
         pipe = BatchPipeline(conn) if shared else None
         isolated = 0
-        for i, item in enumerate(batch):
-            if decisions[i] is not None:
-                continue
-            claimed = item.claimed
-            if claimed.crashes >= self._policy.max_crashes:
-                # Before the deadline check: a poison pill is never released to crash again.
-                self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
-                decisions[i] = decide_crashed(claimed, now=_now())
-            elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
-                decisions[i] = decide_released(claimed, now=_now())
-            else:
-                isolated += not shared
-                decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+        self._deadline = HandlerDeadline()
+        try:
+            for i, item in enumerate(batch):
+                if decisions[i] is not None:
+                    continue
+                claimed = item.claimed
+                if claimed.crashes >= self._policy.max_crashes:
+                    # Before the deadline check: a poison pill is never released to crash again.
+                    self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
+                    decisions[i] = decide_crashed(claimed, now=_now())
+                elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
+                    decisions[i] = decide_released(claimed, now=_now())
+                else:
+                    isolated += not shared
+                    decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+        finally:
+            self._deadline.close()
         if pipe is not None and not await pipe.close():
             raise _Undo(timeout=pipe.longest_timeout)
 
@@ -324,17 +331,15 @@ class BatchRunner:
     ) -> None:
         timeout = route.timeout_seconds or self._timeout
         if route.is_async:
-            # asyncio's timeout, not an anyio cancel scope: asyncio cancels once, which lets
-            # psycopg cancel the running query on the server and keep the connection (and
-            # so the batch); anyio's level cancellation interrupts that clean-up and psycopg
-            # must close the connection. psycopg's async side runs on asyncio only anyway.
-            deadline = asyncio.timeout(timeout)
+            # An asyncio cancellation, not an anyio cancel scope: asyncio cancels once,
+            # which lets psycopg cancel the running query on the server and keep the
+            # connection (and so the batch); anyio's level cancellation interrupts that
+            # clean-up and psycopg must close the connection. psycopg's async side runs on
+            # asyncio only anyway.
             try:
-                async with deadline:
+                with self._deadline.running(timeout):
                     await route.handler(event, conn)  # type: ignore[misc]  # is_async checked
-            except TimeoutError as exc:
-                if not deadline.expired():
-                    raise  # the handler's own TimeoutError, not our deadline
+            except HandlerDeadline.Expired as exc:
                 raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from exc
             return
 

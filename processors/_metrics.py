@@ -86,12 +86,19 @@ class WorkerMetrics:
         self.batch_seconds.observe(seconds)
         self.batch_size.observe(len(batch))
         events = {item.event.id: item.event for item in batch}
+        outcomes: dict[str, int] = {}
+        lag_of: dict[str, Histogram] = {}  # a labelled child is looked up once a batch
         for decision in decisions:
-            self.outcomes.labels(decision.outcome).inc()
+            outcomes[decision.outcome] = outcomes.get(decision.outcome, 0) + 1
             event = events[decision.event_id]
             # A retry's lag would be its backoff, a replay's the age of the event: the
             # histogram is how long new events wait for a handler (the worker's clock
             # against the server's received_at; hosts keep their clocks in sync).
             if decision.handler is not None and event.attempt == 1 and not event.is_replay:
                 lag = (decision.started_at - event.received_at).total_seconds()
-                self.lag_seconds.labels(event.source).observe(max(lag, 0.0))
+                child = lag_of.get(event.source)
+                if child is None:
+                    child = lag_of[event.source] = self.lag_seconds.labels(event.source)
+                child.observe(max(lag, 0.0))
+        for outcome, count in outcomes.items():
+            self.outcomes.labels(outcome).inc(count)

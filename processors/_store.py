@@ -250,7 +250,8 @@ class WorkStore:
                 "attempts": [d.attempt for d in decisions],
                 "outcomes": [d.outcome for d in decisions],
                 "states": [d.state for d in decisions],
-                "delays": [d.delay_seconds for d in decisions],
+                # Binary arrays take their type from the first element: floats, always.
+                "delays": [float(d.delay_seconds) for d in decisions],
                 "started": [d.started_at for d in decisions],
                 "finished": [d.finished_at for d in decisions],
                 "handlers": [d.handler for d in decisions],

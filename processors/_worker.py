@@ -36,7 +36,14 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
+from processors._store import (
+    START,
+    ClaimCursor,
+    ClaimedEvent,
+    SessionLimits,
+    WorkStore,
+    release_busy,
+)
 
 __all__ = ["Worker"]
 
@@ -298,13 +305,16 @@ class Worker:
         conn = session.conn
         shared_savepoint = self._settings.savepoints == "batch"
         async with self._gate.batch():
-            # Claim loop 0 of each process also looks for suspects, in the same round trip.
+            # Claim loop 0 of each process also looks for suspects, in the same round trip,
+            # when it scans from the start (at least every second): a suspect is never in a
+            # batch, so between those scans it only waits.
+            after = cursor.start(time.monotonic())
             claim = await self._store.claim_batch(
                 conn,
                 self._batch_size,
-                look_for_suspect=n == 0,
+                look_for_suspect=n == 0 and after == START,
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
-                after=cursor.start(time.monotonic()),
+                after=after,
             )
             cursor.claimed(claim, self._batch_size)
             if not claim.suspect_waiting:
