@@ -23,6 +23,14 @@ from tests.processors._support import (
 )
 
 
+def _all_processed(url: str, ids: list[int] | None = None) -> None:
+    """Every attempt recorded (of the events ``ids``) succeeded."""
+    query = "select array_agg(distinct outcome) from inbox_attempts"
+    if ids is not None:
+        query += " where event_id = any(%s)"
+    assert scalar(url, query, None if ids is None else [ids]) == ["processed"]
+
+
 def test_async_handler_writes_commit_with_the_settle(db_url: str, worker_url: str) -> None:
     create_business_table(db_url)
     ids = write_events(db_url, 200)
@@ -39,12 +47,7 @@ def test_async_handler_writes_commit_with_the_settle(db_url: str, worker_url: st
     assert scalar(db_url, "select count(*) from payments") == 200
     assert scalar(db_url, "select count(distinct event_id) from payments") == 200
     assert scalar(db_url, "select count(*) from inbox_work") == 0
-    outcomes = scalar(
-        db_url,
-        "select array_agg(distinct outcome) from inbox_attempts where event_id = any(%s)",
-        [ids],
-    )
-    assert outcomes == ["processed"]
+    _all_processed(db_url, ids)
     assert scalar(db_url, "select count(*) from inbox_claims") == 0
 
 
@@ -351,8 +354,7 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 80,
         worker_settings=settings(batch_size=64),
     )
-    outcomes = scalar(db_url, "select array_agg(distinct outcome) from inbox_attempts")
-    assert outcomes == ["processed"]
+    _all_processed(db_url)
     assert scalar(db_url, "select count(*) from payments") == 80
 
 
