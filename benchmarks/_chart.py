@@ -112,7 +112,7 @@ def _throughput(ax: Any, r: AllResults) -> None:
         rates = {c.processes: c.median_rate() for c in r.throughput if c.system == s}
         series.append((s.short_label, [rates.get(p) for p in procs]))
     _bars(ax, [f"{p} worker process{'es' if p > 1 else ''}" for p in procs], series)
-    ax.set_title(f"(c) Draining a {r.plan.backlog:,}-event backlog", fontsize=10)
+    ax.set_title(f"(c) Draining a {r.throughput_backlog:,}-event backlog", fontsize=10)
     ax.set_ylabel("events/s (median)")
     ax.legend(fontsize=7, loc="upper left", ncols=2)
 

@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import resource
 import shlex
 import signal
 import statistics
@@ -18,6 +19,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg import sql
@@ -52,6 +54,23 @@ def server_facts(server: str) -> dict[str, str]:
             row = conn.execute(sql.SQL("show {}").format(sql.Identifier(name))).fetchone()
             facts[name] = str(row[0]) if row else "?"
     return facts
+
+
+def fetch_one(
+    url: str, query: LiteralString, params: Sequence[Any] | None = None
+) -> tuple[Any, ...]:
+    """The one row ``query`` returns, on a connection of its own (an aggregate, a count)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(query, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row from: {query}")
+    return row
+
+
+def own_cpu_seconds(*, children: bool = False) -> float:
+    """User + system CPU seconds of this process (or of its waited-for children)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def loadavg() -> str:

@@ -16,8 +16,8 @@ from benchmarks._common import (
     median,
     percentile,
 )
-from benchmarks._systems import EVENT_TYPE, Env, System, peer, spawn, stop, worker_command
-from benchmarks.ingest import make_body, make_headers
+from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
+from benchmarks._systems import Env, System, peer, spawn, stop, worker_command
 from inbox import AsyncInboxWriter
 from inbox.testing import new_database
 

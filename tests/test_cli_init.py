@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from inbox._cli.main import main
 from inbox._core.settings import load_settings
+from tests._commands import environment, run_python
 
 GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handlers.py"]
 
@@ -68,14 +66,10 @@ def test_the_generated_test_passes_as_written(
     tmp_path: Path, providers: str, pg_server: str
 ) -> None:
     assert main(["init", str(tmp_path), "--provider", providers]) == 0
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_handlers.py"],
+    done = run_python(
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_handlers.py"),
         cwd=tmp_path,
-        env={**env, "INBOX_TEST_DATABASE_URL": pg_server},
-        capture_output=True,
-        text=True,
-        check=False,
+        env=environment(without=("INBOX_",), INBOX_TEST_DATABASE_URL=pg_server),
         timeout=240,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -11,6 +11,8 @@ import psycopg
 import pytest
 
 from inbox import AsyncInboxWriter, DatabaseUnavailableError, InboxWriter, InvalidWriteError
+from tests._ordering import ordering_of
+from tests._wait import rows
 
 
 def _count(url: str, table: str) -> int:
@@ -310,18 +312,6 @@ def test_both_writers_check_their_arguments_before_making_a_pool(
         writer_class("postgresql://nowhere.invalid/x", notify="later")  # type: ignore[arg-type]
 
 
-def _ordering_of(url: str, event_id: int) -> tuple[Any, ...]:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "select e.ordering_key, e.order_at, e.on_dead, w.source, w.ordering_key,"
-            " w.order_at, w.on_dead from inbox_events e"
-            " join inbox_work w on w.event_id = e.id where e.id = %s",
-            [event_id],
-        ).fetchone()
-    assert row is not None
-    return tuple(row)
-
-
 def test_an_ordered_write_stores_its_key_timestamp_and_policy(db_url: str) -> None:
     from datetime import UTC, datetime
 
@@ -330,12 +320,13 @@ def test_an_ordered_write_stores_its_key_timestamp_and_policy(db_url: str) -> No
         held = writer.write("s", "k1", b"{}", ordering_key="cus_1", order_at=at)
         go_on = writer.write("s", "k2", b"{}", ordering_key="cus_1", on_dead="continue")
         plain = writer.write("s", "k3", b"{}")
-    assert _ordering_of(db_url, held.event_id) == ("cus_1", at, "hold", "s", "cus_1", at, "hold")
-    row = _ordering_of(db_url, go_on.event_id)
+    held_row = ("cus_1", at, "hold", "s", "cus_1", at, "hold", False)
+    assert ordering_of(db_url, held.event_id) == held_row
+    row = ordering_of(db_url, go_on.event_id)
     assert row[0] == "cus_1"
     assert row[2] == "continue"
     assert row[1] is not None
-    assert _ordering_of(db_url, plain.event_id) == (None,) * 7
+    assert ordering_of(db_url, plain.event_id) == (None,) * 8
 
 
 @pytest.mark.parametrize(
@@ -364,11 +355,10 @@ def test_group_committed_ordered_writes_keep_their_ordering(db_url: str) -> None
         return [r.event_id for r in results]
 
     ids = asyncio.run(main())
-    with psycopg.connect(db_url) as conn:
-        rows = conn.execute(
-            "select e.idempotency_key, w.ordering_key, w.source, w.order_at = e.received_at"
-            " from inbox_events e join inbox_work w on w.event_id = e.id"
-            " where e.id = any(%s)",
-            [ids],
-        ).fetchall()
-    assert sorted(rows) == sorted((f"g{i}", f"key{i % 3}", "s", True) for i in range(30))
+    written = rows(
+        db_url,
+        "select e.idempotency_key, w.ordering_key, w.source, w.order_at = e.received_at"
+        " from inbox_events e join inbox_work w on w.event_id = e.id where e.id = any(%s)",
+        [ids],
+    )
+    assert sorted(written) == sorted((f"g{i}", f"key{i % 3}", "s", True) for i in range(30))

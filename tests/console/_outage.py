@@ -4,12 +4,11 @@ open connection and refuses new ones; back up, it forwards again."""
 from __future__ import annotations
 
 import socket
-import threading
 from contextlib import suppress
 
 from psycopg.conninfo import make_conninfo
 
-from tests._proxy import CommitCutter, PostgresProxy, _upstream
+from tests._proxy import CommitCutter, PostgresProxy
 
 
 class OutageProxy(PostgresProxy):
@@ -34,17 +33,5 @@ class OutageProxy(PostgresProxy):
     def up(self) -> None:
         self.is_down = False
 
-    def _accept(self) -> None:
-        while not self._stopping:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            if self.is_down:
-                client.close()
-                continue
-            server = _upstream(self._target)
-            self._sockets += [client, server]
-            state = {"armed": False}
-            for args in ((client, server, state, True), (server, client, state, False)):
-                threading.Thread(target=self._pump, args=args, daemon=True).start()
+    def _refuses(self) -> bool:
+        return self.is_down

@@ -10,8 +10,7 @@ import psycopg
 
 from inbox import InboxWriter
 from processors import Event, Router
-from tests._wait import scalar
-from tests.processors._support import run_worker_until, settings
+from tests.processors._support import run_until_settled, settings
 
 XSS = "<script>alert('x')</script>"
 PAGING_COUNT = 60
@@ -69,13 +68,7 @@ async def anything(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
 def settle(url: str) -> None:
     """Run a worker with the seed's handlers until nothing is pending (two attempts each,
     so an event that always fails ends dead)."""
-    run_worker_until(
-        url,
-        router,
-        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
-        worker_settings=settings(max_attempts=2),
-        what="every pending event to settle",
-    )
+    run_until_settled(url, router, worker_settings=settings(max_attempts=2))
 
 
 def seed(url: str) -> Seeded:
@@ -122,3 +115,30 @@ def seed(url: str) -> Seeded:
         pending_id=pending,
         shared_key_ids=shared,
     )
+
+
+# What two console tests (HTTP and browser) add to a clone of the seed.
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def hold_an_ordered_key(url: str) -> None:
+    """Key ``cus_1`` of source ``ordered``: its head dead (hold, the ordered default), so
+    its follower waits."""
+    with InboxWriter(url, notify="off") as writer:
+        head = writer.write("ordered", "o-1", b"{}", ordering_key="cus_1").event_id
+        writer.write("ordered", "o-2", b"{}", ordering_key="cus_1")
+    with psycopg.connect(url) as conn:
+        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
+
+
+def traced_event(url: str) -> int:
+    """An event received under trace ``TRACE_ID`` (its stored traceparent); its id."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
+            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
+            [f"00-{TRACE_ID}-00f067aa0ba902b7-01"],
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

@@ -1,11 +1,13 @@
 """Fixtures of the console's tests, shared with the browser tests (names are stable):
 ``seeded_db`` (a fresh clone of the seeded inbox), ``console_settings`` (a viewer and an
-operator with known passwords), ``console_app`` and ``client``."""
+operator with known passwords), ``console_app`` and ``client``; ``browser`` (the system's
+Chromium, driven by selenium, which only the browser tests import)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict
@@ -17,6 +19,9 @@ from inbox.console import create_app
 from inbox.console._passwords import hash_password
 from inbox.testing import new_database
 from tests.console._seed import Seeded, seed
+
+if TYPE_CHECKING:
+    from selenium import webdriver
 
 VIEWER = ("vera", "viewer-password")
 OPERATOR = ("olga", "operator-password")
@@ -57,6 +62,14 @@ def seeded_db(pg_server: str, seeded_template: tuple[str, Seeded]) -> Iterator[S
     template, seeded = seeded_template
     with new_database(pg_server, template=template, prefix="inbox_console") as url:
         yield dataclasses.replace(seeded, url=url)
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    from tests.console._browser import chromium
+
+    with chromium() as driver:
+        yield driver
 
 
 @pytest.fixture

@@ -241,7 +241,7 @@ def test_password_hash_format() -> None:
 
 
 def test_a_trusted_header_user_acts_with_the_sessions_csrf_token(seeded_db: Seeded) -> None:
-    from tests.operator._support import rows
+    from tests._wait import rows
 
     app = create_app(make_settings(), dsn=seeded_db.url)
     header = {"X-Forwarded-User": "sso-operator"}

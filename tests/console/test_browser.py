@@ -28,14 +28,13 @@ from tests._wait import scalar
 from tests.console._browser import (
     LiveServer,
     Screenshots,
-    chromium,
     click_and_load,
     find,
     free_port,
     screenshots,
     serve,
 )
-from tests.console._seed import XSS, Seeded
+from tests.console._seed import TRACE_ID, XSS, Seeded, hold_an_ordered_key, traced_event
 from tests.console._seed import router as seed_router
 from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
 from tests.processors._support import run_worker_until, settings
@@ -80,12 +79,6 @@ def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
         port=port,
         env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
     )
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture
@@ -236,28 +229,13 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
 def test_a_viewer_sees_held_ordered_keys_and_an_events_trace(
     console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome
 ) -> None:
-    import psycopg
-
-    from inbox import InboxWriter
-
-    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
-    with InboxWriter(seeded_db.url, notify="off") as writer:
-        head = writer.write("ordered", "o-1", b"{}", ordering_key="cus_1").event_id
-        writer.write("ordered", "o-2", b"{}", ordering_key="cus_1")
-    with psycopg.connect(seeded_db.url) as conn:
-        # The key's head dead-lettered (hold, the ordered default): its follower waits.
-        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
-        traced = conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
-            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
-            [f"00-{trace_id}-00f067aa0ba902b7-01"],
-        ).fetchone()
-    assert traced is not None
+    hold_an_ordered_key(seeded_db.url)
+    traced = traced_event(seeded_db.url)
     base = console.base_url + "/console"
     sign_in(browser, base, *VIEWER)
     assert "Held ordered keys: 1" in find(browser, "#held").text
-    browser.get(f"{base}/events/{traced[0]}")
-    assert trace_id in find(browser, "#event-meta").text
+    browser.get(f"{base}/events/{traced}")
+    assert TRACE_ID in find(browser, "#event-meta").text
 
 
 def run_progress(driver: webdriver.Chrome) -> dict[str, int]:

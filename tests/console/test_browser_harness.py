@@ -17,19 +17,12 @@ from tests.console._browser import (
     CHROMIUM,
     LiveServer,
     Screenshots,
-    chromium,
     click_and_load,
     find,
     free_port,
     serve,
     uvicorn_factory,
 )
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    with chromium() as driver:
-        yield driver
 
 
 @pytest.fixture

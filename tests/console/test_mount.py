@@ -19,9 +19,9 @@ from inbox.console import create_app, mount_for_dev
 from inbox.console._dev import with_console
 from inbox.console._passwords import verify_password
 from inbox.contrib._asgi import create_app as create_receiver
+from tests._commands import REPO, environment, run_inbox
 from tests.console._seed import Seeded
 from tests.console.conftest import OPERATOR, make_settings
-from tests.operator._support import REPO
 from tests.receiver.test_receiver_cli import wait_until_healthy
 
 
@@ -87,17 +87,12 @@ def test_mount_for_dev_prints_a_one_time_link(seeded_db: Seeded) -> None:
 
 
 def _inbox(*args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "inbox", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**clean, "INBOX_CONFIG": os.devnull, **env},
-        timeout=60,
-        check=False,
-    )
+    return run_inbox(*args, stdin=stdin, env=_environment(**env))
+
+
+def _environment(**env: str) -> dict[str, str]:
+    """None of the suite's settings: no configuration file, only ``env``."""
+    return environment(without=("INBOX_",), INBOX_CONFIG=os.devnull, **env)
 
 
 def test_hash_password_command() -> None:
@@ -123,11 +118,10 @@ def test_console_command_explains_a_missing_key(seeded_db: Seeded) -> None:
 
 
 def _serving(command: list[str], url: str, port: int, env: dict[str, str]) -> subprocess.Popen[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOX_")}
     return subprocess.Popen(
         [sys.executable, "-m", "inbox", *command, "--port", str(port)],
         cwd=REPO,
-        env={**clean, "INBOX_CONFIG": os.devnull, "INBOX_DATABASE_URL": url, **env},
+        env=_environment(INBOX_DATABASE_URL=url, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import re
 
-import psycopg
 from starlette.testclient import TestClient
 
-from tests.console._seed import PAGING_COUNT, Seeded
+from tests.console._seed import PAGING_COUNT, TRACE_ID, Seeded, hold_an_ordered_key, traced_event
 from tests.console.conftest import OPERATOR, VIEWER, sign_in
 
 
@@ -227,30 +226,15 @@ def test_audit_pages(client: TestClient, seeded_db: Seeded) -> None:
 
 
 def test_overview_counts_held_ordered_keys(client: TestClient, seeded_db: Seeded) -> None:
-    import psycopg
-
-    from inbox import InboxWriter
-
     sign_in(client, VIEWER)
     assert 'id="held"' not in client.get("/").text
-    with InboxWriter(seeded_db.url, notify="off") as writer:
-        head = writer.write("ordered", "o-1", b"{}", ordering_key="cus_1").event_id
-        writer.write("ordered", "o-2", b"{}", ordering_key="cus_1")
-    with psycopg.connect(seeded_db.url) as conn:
-        conn.execute("update inbox_work set state = 'dead' where event_id = %s", [head])
+    hold_an_ordered_key(seeded_db.url)
     held = client.get("/").text.split('id="held"', 1)[1].split("</p>", 1)[0]
     assert "<strong>1</strong>" in held
 
 
 def test_an_event_shows_the_trace_of_its_receipt(client: TestClient, seeded_db: Seeded) -> None:
-    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
-    with psycopg.connect(seeded_db.url) as conn:
-        row = conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
-            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
-            [f"00-{trace_id}-00f067aa0ba902b7-01"],
-        ).fetchone()
-    assert row is not None
+    traced = traced_event(seeded_db.url)
     sign_in(client, VIEWER)
-    assert f"<dt>Trace</dt><dd><code>{trace_id}</code></dd>" in client.get(f"/events/{row[0]}").text
+    assert f"<dt>Trace</dt><dd><code>{TRACE_ID}</code></dd>" in client.get(f"/events/{traced}").text
     assert "<dt>Trace</dt>" not in client.get(f"/events/{seeded_db.key_event}").text

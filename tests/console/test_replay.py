@@ -8,10 +8,9 @@ import re
 
 from starlette.testclient import TestClient
 
-from tests._wait import scalar
+from tests._wait import rows, scalar
 from tests.console._seed import PAGING_COUNT, Seeded, settle
 from tests.console.conftest import OPERATOR, csrf_of, sign_in
-from tests.operator._support import rows
 
 
 def _number(html: str, element_id: str) -> int:

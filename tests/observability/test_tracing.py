@@ -21,7 +21,7 @@ from processors import Event, Retry, Router
 from tests._spans import Spans, traceparent_of
 from tests._wait import scalar
 from tests.observability._receiver import serving
-from tests.processors._support import run_worker_until
+from tests.processors._support import run_until_empty
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -63,12 +63,7 @@ def stored_traceparent(db_url: str, event_id: int) -> str | None:
 
 
 def drain(db_url: str, router: Router) -> None:
-    run_worker_until(
-        db_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
-        what="an empty queue",
-    )
+    run_until_empty(db_url, router, what="an empty queue")
 
 
 def assert_linked_to(span: Any, receipt: Any) -> None:

@@ -4,9 +4,7 @@ imports OpenTelemetry nor stores anything."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -15,6 +13,7 @@ import pytest
 from opentelemetry import trace
 
 from inbox import AsyncInboxWriter, InboxWriter
+from tests._commands import environment, run_python
 from tests._spans import Spans, traceparent_of
 from tests._wait import scalar
 
@@ -64,16 +63,8 @@ def test_the_async_writer_stores_each_writes_own_span_in_a_group(spans: Spans, d
 
 def _child(code: str, db_url: str, *blocked: str) -> subprocess.CompletedProcess[str]:
     block = "".join(f"sys.modules[{name!r}] = None; " for name in blocked)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("INBOX_", "OTEL_"))}
-    return subprocess.run(
-        [sys.executable, "-c", f"import sys; {block}{code}"],
-        cwd=REPO,
-        env={**env, "DB": db_url},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    env = environment(without=("INBOX_", "OTEL_"), DB=db_url)
+    return run_python("-c", f"import sys; {block}{code}", env=env)
 
 
 WRITE = (

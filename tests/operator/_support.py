@@ -6,16 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 
+from tests._commands import REPO, run_inbox
 from tests._wait import scalar, wait_for
 from tests.operator._app import CREATE_EFFECTS
-
-REPO = Path(__file__).resolve().parents[2]
 
 WORKER_ENV = {
     "INBOX_WORKER__POLL_INTERVAL_SECONDS": "0.5",
@@ -34,16 +32,7 @@ def inbox(
     url: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``inbox ARGS`` in a subprocess (stdin closed: never a terminal)."""
-    return subprocess.run(
-        [sys.executable, "-m", "inbox", *args],
-        env=env or env_for(url),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_inbox(*args, env=env or env_for(url))
 
 
 @contextmanager
@@ -103,8 +92,3 @@ def _listeners(url: str) -> int:
 def create_effects(url: str) -> None:
     with psycopg.connect(url) as conn:
         conn.execute(CREATE_EFFECTS)
-
-
-def rows(url: str, query: str, params: Sequence[object] | None = None) -> list[tuple[object, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return conn.execute(query, params).fetchall()

@@ -9,7 +9,7 @@ from typing import Any
 from processors import Event, Router, retry_dead
 from tests._wait import scalar
 from tests.operator._support import inbox
-from tests.processors._support import run_worker_until, settings, write_events
+from tests.processors._support import run_until_empty, run_worker_until, settings, write_events
 
 
 def _ledger_down() -> None:
@@ -36,13 +36,7 @@ def test_a_replays_attempts_continue_the_history_and_failures_show_their_traceba
     fixed = True
     run = retry_dead(db_url, reason="ledger back", ids=[event_id])
     assert run.queued == 1
-    run_worker_until(
-        db_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
-        worker_settings=fast,
-        what="the replay to run",
-    )
+    run_until_empty(db_url, router, worker_settings=fast, what="the replay to run")
 
     shown = inbox(db_url, "events", "show", str(event_id), "--json")
     assert shown.returncode == 0, shown.stderr

@@ -11,8 +11,7 @@ import pytest
 from inbox._core import migrate as _migrate
 from inbox._operations.replay import replay, replay_runs, retry_dead
 from inbox.queries import prune
-from tests._wait import scalar
-from tests.operator._support import rows
+from tests._wait import rows, scalar
 from tests.processors._support import write_events
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from inbox import EventNotFoundError, InboxWriter, ReplayNotFoundError, queries
 from inbox.queries import EventFilter
-from tests.operator._support import rows
+from tests._wait import rows
 
 
 def _write(url: str, specs: list[tuple[str, str, str]]) -> list[int]:

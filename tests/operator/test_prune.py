@@ -10,8 +10,8 @@ import pytest
 
 from inbox import InboxWriter, RefusedError
 from inbox.queries import prune
-from tests._wait import scalar
-from tests.operator._support import inbox, rows
+from tests._wait import rows, scalar
+from tests.operator._support import inbox
 
 
 def _old_event(conn: psycopg.Connection, key: str, days: int, work: str | None) -> int:

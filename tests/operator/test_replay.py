@@ -12,9 +12,14 @@ import pytest
 from inbox import RefusedError
 from inbox.queries import EventFilter
 from processors import Event, Router, replay, replay_runs, retry_dead
-from tests._wait import scalar
-from tests.operator._support import create_effects, inbox, rows
-from tests.processors._support import run_worker_until, settings, write_events
+from tests._wait import rows, scalar
+from tests.operator._support import create_effects, inbox
+from tests.processors._support import (
+    run_until_empty,
+    run_until_settled,
+    settings,
+    write_events,
+)
 
 
 def _router(seen: list[tuple[int, bool, int | None]]) -> Router:
@@ -33,13 +38,7 @@ def _router(seen: list[tuple[int, bool, int | None]]) -> Router:
 
 
 def _drain(url: str, router: Router) -> None:
-    run_worker_until(
-        url,
-        router,
-        lambda: scalar(url, "select count(*) from inbox_work") == 0,
-        worker_settings=settings(),
-        what="an empty work table",
-    )
+    run_until_empty(url, router)
 
 
 def _settled_once(url: str, count: int, *, fails: Callable[[int], bool]) -> list[int]:
@@ -54,13 +53,7 @@ def _settled_once(url: str, count: int, *, fails: Callable[[int], bool]) -> list
         if fails(event.json()["n"]):
             raise RuntimeError("downstream said no")
 
-    run_worker_until(
-        url,
-        router,
-        lambda: scalar(url, "select count(*) from inbox_work where state = 'pending'") == 0,
-        worker_settings=settings(max_attempts=1),
-        what="every event to settle",
-    )
+    run_until_settled(url, router, worker_settings=settings(max_attempts=1))
     return ids
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests._wait import scalar, wait_for
-from tests.operator._support import create_effects, inbox, rows, workers
+from tests._wait import rows, scalar, wait_for
+from tests.operator._support import create_effects, inbox, workers
 from tests.processors._support import write_events
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,8 @@ import pytest
 from inbox import EventNotFoundError, InboxWriter
 from inbox.queries import EventFilter, event, events, status
 from processors import Event, Router, replay
-from tests._wait import scalar
 from tests.operator._support import inbox
-from tests.processors._support import run_worker_until, settings, write_events
+from tests.processors._support import run_until_empty, settings, write_events
 
 
 def test_status_exit_codes_follow_dead_letters_and_pending_age(db_url: str) -> None:
@@ -83,12 +82,7 @@ def test_events_show_lists_three_deliveries_and_two_attempts(db_url: str) -> Non
         if event.attempt == 1:
             raise ConnectionError("ledger timed out")
 
-    run_worker_until(
-        db_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
-        worker_settings=settings(backoff_base_seconds=0.01),
-    )
+    run_until_empty(db_url, router, worker_settings=settings(backoff_base_seconds=0.01))
 
     shown = inbox(db_url, "events", "show", "shop:evt_42", "--json")
     assert shown.returncode == 0, shown.stderr

@@ -19,6 +19,9 @@ FAST = {
     "backoff_base_seconds": 0.01,
     "backoff_max_seconds": 0.05,
 }
+# Full jitter draws a failure's delay from [0, base]: with a week, the chance that a failed
+# event is retried within a test's second or so is ~1 in 600,000 (at 60 s it was ~1 in 600).
+NO_RETRY_SOON = {"backoff_base_seconds": 604_800, "backoff_max_seconds": 604_800}
 
 
 def settings(**overrides: Any) -> WorkerSettings:
@@ -60,6 +63,29 @@ def run_worker_until(
         raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
 
 
+def run_until_settled(
+    url: str, router: Router, *, worker_url: str | None = None, **options: Any
+) -> WorkerMetrics:
+    """Run a worker (on ``worker_url``, else ``url``) until no event is pending: each one
+    processed or dead (a dead letter keeps its work row)."""
+    options.setdefault("what", "every pending event to settle")
+    return run_worker_until(worker_url or url, router, lambda: work_left(url) == 0, **options)
+
+
+def run_until_empty(
+    url: str, router: Router, *, worker_url: str | None = None, **options: Any
+) -> WorkerMetrics:
+    """Run a worker (on ``worker_url``, else ``url``) until the work table is empty: every
+    event processed, none dead."""
+    options.setdefault("what", "an empty work table")
+    return run_worker_until(
+        worker_url or url,
+        router,
+        lambda: scalar(url, "select count(*) from inbox_work") == 0,
+        **options,
+    )
+
+
 def run_until_first_attempt(url: str, router: Router) -> WorkerMetrics:
     """Run a worker until one attempt is recorded; a failure's retry is an hour away."""
     return run_worker_until(
@@ -76,6 +102,16 @@ def work_left(url: str) -> int:
     return int(scalar(url, "select count(*) from inbox_work where state = 'pending'"))
 
 
+def all_attempted(url: str, count: int) -> Callable[[], bool]:
+    """A condition: ``count`` attempts are recorded."""
+    return lambda: scalar(url, "select count(*) from inbox_attempts") >= count
+
+
+def paid_ids(url: str) -> list[int]:
+    """The event ids of the payments table's rows, in order (repeats kept)."""
+    return list(scalar(url, "select array_agg(event_id order by event_id) from payments") or [])
+
+
 def attempt_outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
     """Each event's attempts so far, in order: (outcome, error class)."""
     with psycopg.connect(url) as conn:
@@ -88,17 +124,53 @@ def attempt_outcomes(url: str) -> dict[int, list[tuple[str, str | None]]]:
     return out
 
 
-def paying_router(calls: Counter[int], raises_at: int, error: Exception) -> Router:
-    """An async handler that counts its calls by event n, writes a payment, then raises
-    ``error`` for the event whose n is ``raises_at`` (after its write was sent)."""
+def attempts_beside(url: str, ids: list[int], odd: int) -> list[tuple[str, str | None]]:
+    """The attempts of event ``odd``, once every other event of ``ids`` is seen processed
+    at its first attempt."""
+    outcomes = attempt_outcomes(url)
+    odd_ones = outcomes.pop(odd)
+    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    return odd_ones
+
+
+PAY = "insert into payments (event_id) values (%s)"
+
+
+def paying_router(
+    calls: Counter[int],
+    raises_at: int,
+    fail: BaseException | Callable[[Any], Any],
+    *,
+    sync: bool = False,
+) -> Router:
+    """A handler (async, or ``sync``) that counts its calls by event n and writes a payment;
+    for the event whose n is ``raises_at``, after its write was sent, it raises ``fail``, or
+    calls ``fail`` with its connection (and, when async, awaits what that returns)."""
     router = Router()
 
-    @router.on("shop")
-    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-        n = event.json()["n"]
-        calls[n] += 1
-        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
-        if n == raises_at:
-            raise error
+    def failing(conn: Any) -> Any:
+        if isinstance(fail, BaseException):
+            raise fail
+        return fail(conn)
+
+    if sync:
+
+        @router.on("shop")
+        def pay_sync(event: Event, conn: psycopg.Connection[Any]) -> None:
+            n = event.json()["n"]
+            calls[n] += 1
+            conn.execute(PAY, [event.id])
+            if n == raises_at:
+                failing(conn)
+
+    else:
+
+        @router.on("shop")
+        async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+            n = event.json()["n"]
+            calls[n] += 1
+            await conn.execute(PAY, [event.id])
+            if n == raises_at:
+                await failing(conn)
 
     return router

@@ -17,9 +17,13 @@ import pytest
 from processors import Event, Router
 from tests._wait import scalar
 from tests.processors._support import (
-    attempt_outcomes,
+    NO_RETRY_SOON,
+    all_attempted,
+    attempts_beside,
     create_business_table,
+    paid_ids,
     paying_router,
+    run_until_empty,
     run_worker_until,
     settings,
     write_events,
@@ -27,34 +31,6 @@ from tests.processors._support import (
 
 EVENTS = 20
 FAILING = 7  # the n of the event whose handler fails; events are claimed in n order
-# Full jitter draws a failure's delay from [0, base]: with a week, the chance that the failed
-# event is retried within the test's second or so is ~1 in 600,000 (at 60 s it was ~1 in 600).
-NO_RETRY_SOON = {"backoff_base_seconds": 604_800, "backoff_max_seconds": 604_800}
-
-
-def _router(kind: str, calls: Counter[int], fail: Any) -> Router:
-    router = Router()
-    if kind == "async":
-
-        @router.on("shop")
-        async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-            n = event.json()["n"]
-            calls[n] += 1
-            await conn.execute("insert into payments (event_id) values (%s)", [event.id])
-            if n == FAILING:
-                await fail(conn)
-
-    else:
-
-        @router.on("shop")
-        def pay_sync(event: Event, conn: psycopg.Connection[Any]) -> None:
-            n = event.json()["n"]
-            calls[n] += 1
-            conn.execute("insert into payments (event_id) values (%s)", [event.id])
-            if n == FAILING:
-                fail(conn)
-
-    return router
 
 
 async def _raise_async(conn: Any) -> None:
@@ -94,21 +70,19 @@ def test_a_failing_handler_leaves_every_other_effect_exactly_once(
     create_business_table(db_url)
     ids = write_events(db_url, EVENTS)
     calls: Counter[int] = Counter()
-    router = _router(kind, calls, FAILURES[(kind, failure)])
+    router = paying_router(calls, FAILING, FAILURES[(kind, failure)], sync=kind == "sync")
 
     run_worker_until(
         worker_url,
         router,
-        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= EVENTS,
+        all_attempted(db_url, EVENTS),
         worker_settings=settings(savepoints=mode, **NO_RETRY_SOON),
     )
 
     failing_id = ids[FAILING]
-    paid = scalar(db_url, "select array_agg(event_id order by event_id) from payments")
-    assert paid == [i for i in ids if i != failing_id]
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(failing_id) == [("failed", EXPECTED_ERROR[failure])]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != failing_id}
+    assert paid_ids(db_url) == [i for i in ids if i != failing_id]
+    failed = [("failed", EXPECTED_ERROR[failure])]
+    assert attempts_beside(db_url, ids, failing_id) == failed
     # What each mode costs: "batch" runs the events before the failure a second time (their
     # first writes were undone), "event" runs every handler once.
     if mode == "batch" and (kind, failure) == ("async", "swallow"):
@@ -125,13 +99,10 @@ def test_a_batch_without_failures_runs_each_handler_once(db_url: str, worker_url
     create_business_table(db_url)
     write_events(db_url, FAILING)  # n = 0 .. FAILING-1: no handler fails
     calls: Counter[int] = Counter()
-    router = _router("async", calls, _raise_async)
+    router = paying_router(calls, FAILING, _raise_async)
 
-    run_worker_until(
-        worker_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
-        worker_settings=settings(savepoints="batch"),
+    run_until_empty(
+        db_url, router, worker_url=worker_url, worker_settings=settings(savepoints="batch")
     )
     assert scalar(db_url, "select count(*) from payments") == FAILING
     assert calls == Counter(range(FAILING))
@@ -168,13 +139,11 @@ def test_a_timeout_in_a_shared_batch_releases_none_of_the_events_it_undid(
     metrics = run_worker_until(
         worker_url,
         router,
-        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 6,
+        all_attempted(db_url, 6),
         worker_settings=settings(savepoints="batch", handler_timeout_seconds=0.5, **NO_RETRY_SOON),
     )
 
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(ids[slow]) == [("failed", "HandlerTimeoutError")]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != ids[slow]}
+    assert attempts_beside(db_url, ids, ids[slow]) == [("failed", "HandlerTimeoutError")]
     assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"}) in (
         None,
         0.0,
@@ -203,9 +172,7 @@ def test_after_a_failure_at_most_64_events_rerun_isolated_and_the_rest_wait(db_u
     )
 
     assert _paid_once(db_url) == [i for i in ids if i != ids[failing]]
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(ids[failing]) == [("failed", "RuntimeError")]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != ids[failing]}
+    assert attempts_beside(db_url, ids, ids[failing]) == [("failed", "RuntimeError")]
     released = metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"})
     assert released == 100 - 1 - 64
     # Events 0-63 ran shared, then isolated; 64-79 shared, then (released) in the next batch.

@@ -14,7 +14,7 @@ import pytest
 
 from inbox import InboxWriter
 from tests._pg import restartable_database
-from tests._wait import scalar, wait_for
+from tests._wait import rows, scalar, wait_for
 from tests.processors._procs import WorkerProcess
 from tests.processors._support import create_business_table
 
@@ -181,18 +181,18 @@ def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
 
     workers.append(WorkerProcess(worker_url, tmp_path, 0, **env))
     wait_for(poison_is_dead, timeout=180, what="the poison pill to be dead-lettered")
-    with psycopg.connect(db_url) as conn:
-        dead = conn.execute(
-            "select e.idempotency_key, w.state, a.error_message"
-            " from inbox_work w join inbox_events e on e.id = w.event_id"
-            " join inbox_attempts a on a.event_id = w.event_id and a.outcome = 'crashed'"
-        ).fetchall()
-        processed = conn.execute("select count(*) from payments").fetchone()
+    dead = rows(
+        db_url,
+        "select e.idempotency_key, w.state, a.error_message"
+        " from inbox_work w join inbox_events e on e.id = w.event_id"
+        " join inbox_attempts a on a.event_id = w.event_id and a.outcome = 'crashed'",
+    )
+    processed = scalar(db_url, "select count(*) from payments")
     assert len(dead) == 1
     key, state, message = dead[0]
     assert (key, state) == ("key-7", "dead")
     assert "claimed 3 times by workers that died" in message
-    assert processed == (59,)
+    assert processed == 59
     assert sum(1 for w in workers if w.process.returncode == -9) == 3
 
 

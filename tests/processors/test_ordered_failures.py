@@ -14,8 +14,8 @@ import pytest
 from inbox import InboxWriter
 from inbox.queries import replay, retry_dead, skip_dead
 from processors import Event, Router
-from tests._wait import scalar
-from tests.operator._support import inbox, rows
+from tests._wait import rows, scalar
+from tests.operator._support import inbox
 from tests.processors._support import run_worker_until, settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

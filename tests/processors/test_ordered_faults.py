@@ -16,8 +16,7 @@ import psycopg
 import pytest
 
 from inbox import AsyncInboxWriter
-from tests._wait import scalar, wait_for
-from tests.operator._support import rows
+from tests._wait import rows, scalar, wait_for
 from tests.processors._procs import WorkerProcess
 
 pytestmark = pytest.mark.slow
@@ -112,16 +111,11 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
         if worker.alive():
             assert worker.terminate() == 0, worker.output()
 
-    with psycopg.connect(db_url) as conn:
-        effects = conn.execute(
-            "select ordering_key, seq, prev_seen from ordered_effects order by id"
-        ).fetchall()
-        processed = conn.execute(
-            "select count(distinct event_id) from inbox_attempts where outcome = 'processed'"
-        ).fetchone()
-        crashed = conn.execute(
-            "select count(*) from inbox_attempts where outcome = 'crashed'"
-        ).fetchone()
+    effects = rows(db_url, "select ordering_key, seq, prev_seen from ordered_effects order by id")
+    processed = scalar(
+        db_url, "select count(distinct event_id) from inbox_attempts where outcome = 'processed'"
+    )
+    crashed = scalar(db_url, "select count(*) from inbox_attempts where outcome = 'crashed'")
     assert len(effects) == KEYS * PER_KEY, "an effect is missing or applied twice"
     by_key: dict[str, list[tuple[int, int | None]]] = {}
     for key, seq, prev in effects:
@@ -130,5 +124,5 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
     wrong = {key: seen for key, seen in by_key.items() if seen != expected}
     assert not wrong, f"keys run out of order or overlapping: {list(wrong.items())[:2]}"
     assert len(by_key) == KEYS
-    assert processed == (KEYS * PER_KEY,)
-    assert crashed == (0,)
+    assert processed == KEYS * PER_KEY
+    assert crashed == 0

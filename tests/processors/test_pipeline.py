@@ -17,8 +17,12 @@ from psycopg import pq
 from processors import Event, Retry, Router
 from tests._wait import scalar
 from tests.processors._support import (
+    NO_RETRY_SOON,
+    all_attempted,
     attempt_outcomes,
+    attempts_beside,
     create_business_table,
+    paid_ids,
     paying_router,
     run_worker_until,
     settings,
@@ -27,17 +31,6 @@ from tests.processors._support import (
 
 EVENTS = 12
 ODD_ONE = 5  # the n of the event whose handler misbehaves
-# Full jitter draws a retry's delay from [0, cap]: with a week, a failed event is never retried
-# within a test (with 60 s it was, about once in 60 runs).
-NO_RETRY_SOON = {"backoff_base_seconds": 604_800, "backoff_max_seconds": 604_800}
-
-
-def _paid(url: str) -> list[int]:
-    return list(scalar(url, "select array_agg(event_id order by event_id) from payments") or [])
-
-
-def _all_attempted(url: str, count: int) -> Any:
-    return lambda: scalar(url, "select count(*) from inbox_attempts") >= count
 
 
 def test_a_failing_statement_is_charged_to_its_own_handler_only(db_url: str) -> None:
@@ -61,15 +54,13 @@ def test_a_failing_statement_is_charged_to_its_own_handler_only(db_url: str) -> 
     run_worker_until(
         db_url,
         router,
-        _all_attempted(db_url, EVENTS),
+        all_attempted(db_url, EVENTS),
         worker_settings=settings(**NO_RETRY_SOON),
     )
 
     odd = ids[ODD_ONE]
-    assert _paid(db_url) == [i for i in ids if i != odd]
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(odd) == [("failed", "NotNullViolation")]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    assert paid_ids(db_url) == [i for i in ids if i != odd]
+    assert attempts_beside(db_url, ids, odd) == [("failed", "NotNullViolation")]
     # The first pass ran in one pipeline until the error surfaced (past the odd one); then
     # every handler ran again, isolated (no pipeline).
     first_pass = pipelined.index(False)
@@ -84,13 +75,11 @@ def test_retry_raised_after_writes_were_queued_undoes_them(db_url: str) -> None:
     calls: Counter[int] = Counter()
     router = paying_router(calls, ODD_ONE, Retry(after=3600, reason="the bank says later"))
 
-    run_worker_until(db_url, router, _all_attempted(db_url, EVENTS))
+    run_worker_until(db_url, router, all_attempted(db_url, EVENTS))
 
     odd = ids[ODD_ONE]
-    assert _paid(db_url) == [i for i in ids if i != odd]
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(odd) == [("retry", "Retry")]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
+    assert paid_ids(db_url) == [i for i in ids if i != odd]
+    assert attempts_beside(db_url, ids, odd) == [("retry", "Retry")]
     assert scalar(db_url, "select attempts from inbox_work where event_id = %s", [odd]) == 0
     # The sync was clean, so the Retry is the handler's own: it stands, and only the
     # events before it (whose writes the undo took) run again.
@@ -119,14 +108,12 @@ def test_a_timeout_inside_the_pipeline_is_charged_and_the_connection_kept(
     metrics = run_worker_until(
         db_url,
         router,
-        _all_attempted(db_url, EVENTS),
+        all_attempted(db_url, EVENTS),
         worker_settings=settings(**NO_RETRY_SOON),
     )
     odd = ids[ODD_ONE]
-    outcomes = attempt_outcomes(db_url)
-    assert outcomes.pop(odd) == [("failed", "HandlerTimeoutError")]
-    assert outcomes == {i: [("processed", None)] for i in ids if i != odd}
-    assert _paid(db_url) == [i for i in ids if i != odd]
+    assert attempts_beside(db_url, ids, odd) == [("failed", "HandlerTimeoutError")]
+    assert paid_ids(db_url) == [i for i in ids if i != odd]
     # One batch, committed on the connection the timeout happened on: no reconnect, and
     # nothing released to wait for a later batch.
     assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
@@ -160,9 +147,9 @@ def test_sync_handlers_meet_no_open_pipeline_and_reads_see_the_batch(db_url: str
         seen_by_sync.append(pq.PipelineStatus(conn.pgconn.pipeline_status))
         conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
-    run_worker_until(db_url, router, _all_attempted(db_url, 12))
+    run_worker_until(db_url, router, all_attempted(db_url, 12))
 
-    assert _paid(db_url) == sorted(paid + refunded)
+    assert paid_ids(db_url) == sorted(paid + refunded)
     assert seen_by_sync == [pq.PipelineStatus.OFF] * 6
     # One batch, the async handlers first (claimed in id order): each read its own write.
     assert counted == [1, 2, 3, 4, 5, 6]

@@ -13,9 +13,8 @@ from processors._decide import MAX_TRACEBACK
 from tests._wait import scalar
 from tests.processors._support import (
     run_until_first_attempt,
-    run_worker_until,
+    run_until_settled,
     settings,
-    work_left,
     write_events,
 )
 
@@ -112,7 +111,7 @@ def test_retry_and_skip_store_no_traceback(db_url: str, worker_url: str) -> None
     write_events(db_url, 1)
     write_events(db_url, 1, source="other")
     router = _retry_once(after=0.01)
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
+    run_until_settled(db_url, router, worker_url=worker_url)
     rows = scalar(
         db_url,
         "select array_agg(outcome || ':' || (error_traceback is null) order by id)"
@@ -131,10 +130,10 @@ def _run_logged(db_url: str, worker_url: str, mode: str, count: int) -> list[dic
         pass
 
     with capture_logs() as logs:
-        run_worker_until(
-            worker_url,
+        run_until_settled(
+            db_url,
             router,
-            lambda: work_left(db_url) == 0,
+            worker_url=worker_url,
             worker_settings=settings(log_events=mode),
         )
     return logs
@@ -184,10 +183,10 @@ def test_log_events_none_logs_nothing_on_success(db_url: str, worker_url: str) -
 def _run_on_a_slow_poll(db_url: str, worker_url: str, router: Router) -> None:
     # The queue must empty in far less than the poll interval: only a worker that wakes
     # for the retry itself can do that.
-    run_worker_until(
-        worker_url,
+    run_until_settled(
+        db_url,
         router,
-        lambda: work_left(db_url) == 0,
+        worker_url=worker_url,
         worker_settings=settings(poll_interval_seconds=60),
         timeout=10,
         what="the retry to run (a worker waiting for its 60 s poll would not)",

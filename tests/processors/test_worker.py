@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import psycopg
 import pytest
 
 from processors import Event, Retry, Router
-from tests._wait import scalar
+from tests._wait import row, rows, scalar
 from tests.processors._support import (
+    NO_RETRY_SOON,
+    all_attempted,
     create_business_table,
+    paying_router,
     run_until_first_attempt,
+    run_until_settled,
     run_worker_until,
     settings,
-    work_left,
     write_events,
 )
+
+
+def _all_processed(url: str, ids: list[int] | None = None) -> None:
+    """Every attempt recorded (of the events ``ids``) succeeded."""
+    query = "select array_agg(distinct outcome) from inbox_attempts"
+    if ids is not None:
+        query += " where event_id = any(%s)"
+    assert scalar(url, query, None if ids is None else [ids]) == ["processed"]
 
 
 def test_async_handler_writes_commit_with_the_settle(db_url: str, worker_url: str) -> None:
@@ -31,16 +43,11 @@ def test_async_handler_writes_commit_with_the_settle(db_url: str, worker_url: st
             [event.id, event.json()["n"]],
         )
 
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0, what="an empty queue")
+    run_until_settled(db_url, router, worker_url=worker_url, what="an empty queue")
     assert scalar(db_url, "select count(*) from payments") == 200
     assert scalar(db_url, "select count(distinct event_id) from payments") == 200
     assert scalar(db_url, "select count(*) from inbox_work") == 0
-    outcomes = scalar(
-        db_url,
-        "select array_agg(distinct outcome) from inbox_attempts where event_id = any(%s)",
-        [ids],
-    )
-    assert outcomes == ["processed"]
+    _all_processed(db_url, ids)
     assert scalar(db_url, "select count(*) from inbox_claims") == 0
 
 
@@ -57,7 +64,7 @@ def test_sync_handler_gets_a_sync_connection_in_the_same_transaction(
         seen.append(type(conn))
         conn.execute("insert into payments (event_id) values (%s)", [event.id])
 
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
+    run_until_settled(db_url, router, worker_url=worker_url)
     assert set(seen) == {psycopg.Connection}
     assert scalar(db_url, "select count(*) from payments") == 50
 
@@ -86,15 +93,12 @@ def test_a_handler_that_writes_then_raises_leaves_no_business_row(
 
     run_until_first_attempt(worker_url, router)
     assert scalar(db_url, "select count(*) from payments") == 0
-    with psycopg.connect(db_url) as conn:
-        attempt = conn.execute(
-            "select outcome, error_class, error_message, attempt from inbox_attempts"
-        ).fetchone()
-        work = conn.execute(
-            "select state, attempts, run_at > now(), last_error"
-            " from inbox_work where event_id = %s",
-            [event_id],
-        ).fetchone()
+    attempt = row(db_url, "select outcome, error_class, error_message, attempt from inbox_attempts")
+    work = row(
+        db_url,
+        "select state, attempts, run_at > now(), last_error from inbox_work where event_id = %s",
+        [event_id],
+    )
     assert attempt == ("failed", "RuntimeError", "card network said no", 1)
     assert work == ("pending", 1, True, "RuntimeError: card network said no")
 
@@ -115,13 +119,12 @@ def test_failures_back_off_then_dead_letter_after_max_attempts(
         lambda: scalar(db_url, "select count(*) from inbox_work where state = 'dead'") == 1,
         worker_settings=settings(max_attempts=4, backoff_base_seconds=0.05, backoff_max_seconds=1),
     )
-    with psycopg.connect(db_url) as conn:
-        attempts = conn.execute(
-            "select attempt, outcome, error_message from inbox_attempts order by id"
-        ).fetchall()
-        work = conn.execute(
-            "select state, attempts, last_error from inbox_work where event_id = %s", [event_id]
-        ).fetchone()
+    attempts = rows(
+        db_url, "select attempt, outcome, error_message from inbox_attempts order by id"
+    )
+    work = row(
+        db_url, "select state, attempts, last_error from inbox_work where event_id = %s", [event_id]
+    )
     assert attempts == [
         (1, "failed", "attempt 1 failed"),
         (2, "failed", "attempt 2 failed"),
@@ -147,12 +150,11 @@ def test_retry_after_reschedules_without_counting_a_failure(db_url: str, worker_
         if len(calls) == 1:
             raise Retry(after=0.3, reason="rate limited")
 
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
-    with psycopg.connect(db_url) as conn:
-        rows = conn.execute(
-            "select outcome, attempt, error_message from inbox_attempts order by id"
-        ).fetchall()
-    assert rows == [("retry", 0, "rate limited"), ("processed", 1, None)]
+    run_until_settled(db_url, router, worker_url=worker_url)
+    attempts = rows(
+        db_url, "select outcome, attempt, error_message from inbox_attempts order by id"
+    )
+    assert attempts == [("retry", 0, "rate limited"), ("processed", 1, None)]
     assert calls == [1, 1]  # a Retry is not a failed attempt
     (first_txn_start, _), (_, second_ran_at) = clocks
     gap = (second_ran_at - first_txn_start).total_seconds()
@@ -168,12 +170,11 @@ def test_unrouted_events_are_skipped_with_the_reason_recorded(db_url: str, worke
     async def invoices(event: Event, conn: Any) -> None:
         raise AssertionError("must not run")
 
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
-    with psycopg.connect(db_url) as conn:
-        row = conn.execute("select outcome, error_message from inbox_attempts").fetchone()
-    assert row is not None
-    assert row[0] == "skipped"
-    assert "no handler routed for source 'stripe', type 'charge.refunded'" in row[1]
+    run_until_settled(db_url, router, worker_url=worker_url)
+    skipped = row(db_url, "select outcome, error_message from inbox_attempts")
+    assert skipped is not None
+    assert skipped[0] == "skipped"
+    assert "no handler routed for source 'stripe', type 'charge.refunded'" in skipped[1]
 
 
 def test_unrouted_events_fail_when_configured_to(db_url: str, worker_url: str) -> None:
@@ -231,7 +232,7 @@ def test_event_fields_reach_the_handler(db_url: str, worker_url: str) -> None:
     async def capture(event: Event, conn: Any) -> None:
         seen.append(event)
 
-    run_worker_until(worker_url, router, lambda: work_left(db_url) == 0)
+    run_until_settled(db_url, router, worker_url=worker_url)
     [event] = seen
     assert (event.source, event.key, event.type, event.attempt) == (
         "stripe",
@@ -262,10 +263,10 @@ def test_worker_sessions_carry_server_side_guardrails(db_url: str, worker_url: s
             assert row is not None
             seen[name] = row[0]
 
-    run_worker_until(
-        worker_url,
+    run_until_settled(
+        db_url,
         router,
-        lambda: work_left(db_url) == 0,
+        worker_url=worker_url,
         worker_settings=settings(handler_timeout_seconds=7),
     )
     assert seen == {
@@ -353,8 +354,7 @@ def test_sync_and_async_handlers_sharing_a_session_never_clash_over_prepared_sta
         lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 80,
         worker_settings=settings(batch_size=64),
     )
-    outcomes = scalar(db_url, "select array_agg(distinct outcome) from inbox_attempts")
-    assert outcomes == ["processed"]
+    _all_processed(db_url)
     assert scalar(db_url, "select count(*) from payments") == 80
 
 
@@ -365,19 +365,10 @@ def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(
     # would fail the settle, roll the batch back and charge every event with a crash.
     create_business_table(db_url)
     ids = write_events(db_url, 3)
-    router = Router()
-
-    @router.on("shop")
-    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-        if event.id == ids[1]:
-            raise OSError("cannot open b'\x00' at /data/caf\udce9.csv")
-        await conn.execute("insert into payments (event_id) values (%s)", [event.id])
+    router = paying_router(Counter(), 1, OSError("cannot open b'\x00' at /data/caf\udce9.csv"))
 
     run_worker_until(
-        worker_url,
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_attempts") >= 3,
-        worker_settings=settings(backoff_base_seconds=60, backoff_max_seconds=60),
+        worker_url, router, all_attempted(db_url, 3), worker_settings=settings(**NO_RETRY_SOON)
     )
     message = scalar(
         db_url, "select error_message from inbox_attempts where event_id = %s", [ids[1]]

@@ -88,6 +88,26 @@ def _send(client: TestClient, request: dict[str, object]) -> int:
     return response.status_code
 
 
+def _fuzz(client: TestClient, examples: int, *, allowed: Callable[[int], bool]) -> set[int]:
+    """Send ``examples`` generated requests, each answered with a status ``allowed``
+    accepts; the statuses seen."""
+    statuses: set[int] = set()
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(requests)
+    def check(request: dict[str, object]) -> None:
+        status = _send(client, request)
+        statuses.add(status)
+        assert allowed(status), (status, request)
+
+    check()
+    return statuses
+
+
 def _rows_by_source(db_url: str) -> dict[str, int]:
     with psycopg.connect(db_url) as conn:
         rows = conn.execute("select source, count(*) from inbox_events group by source")
@@ -97,21 +117,8 @@ def _rows_by_source(db_url: str) -> dict[str, int]:
 def test_fuzzed_requests_never_store_unsigned_and_never_5xx(
     make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
-    statuses: set[int] = set()
     with TestClient(create_app(make_settings(receiver_url))) as client:
-
-        @settings(
-            max_examples=100,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        )
-        @given(requests)
-        def check(request: dict[str, object]) -> None:
-            status = _send(client, request)
-            statuses.add(status)
-            assert status < 500, request
-
-        check()
+        statuses = _fuzz(client, 100, allowed=lambda status: status < 500)
     assert set(_rows_by_source(db_url)) <= {"open"}
     assert statuses & {401, 404}  # the fuzzing reached the checks it is meant to exercise
 
@@ -120,21 +127,8 @@ def test_fuzzed_requests_with_the_database_down_only_ever_503(
     make_settings: Make, unused_tcp_port: int
 ) -> None:
     down = f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres"
-    statuses: set[int] = set()
     with TestClient(create_app(make_settings(down, write_timeout_seconds=0.2))) as client:
-
-        @settings(
-            max_examples=40,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        )
-        @given(requests)
-        def check(request: dict[str, object]) -> None:
-            status = _send(client, request)
-            statuses.add(status)
-            assert status < 500 or status == 503, request
-
-        check()
+        _fuzz(client, 40, allowed=lambda status: status < 500 or status == 503)
         # the unverified source reaches the write, which can only fail
         assert (
             _send(client, {"method": "POST", "source": "open", "headers": {}, "body": b"x"}) == 503

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from starlette.testclient import TestClient
 from structlog.testing import capture_logs
 
 from inbox import ConfigError, Settings, create_app, load_settings
+from tests._ordering import ordering_of
 from tests.receiver.conftest import STRIPE_SECRET, signed
 
 ORDERED = {
@@ -48,18 +48,6 @@ def _post(client: TestClient, settings: Settings, source: str, payload: dict[str
     return int(response.json()["event_id"])
 
 
-def _rows(db_url: str, event_id: int) -> tuple[Any, ...]:
-    with psycopg.connect(db_url) as conn:
-        row = conn.execute(
-            "select e.ordering_key, e.order_at, e.on_dead, w.source, w.ordering_key,"
-            " w.order_at, w.on_dead, e.order_at = e.received_at"
-            " from inbox_events e join inbox_work w on w.event_id = e.id where e.id = %s",
-            [event_id],
-        ).fetchone()
-    assert row is not None
-    return tuple(row)
-
-
 def test_the_key_and_the_provider_timestamp_reach_the_log_and_the_work_row(
     client: TestClient, settings: Settings, db_url: str
 ) -> None:
@@ -76,7 +64,8 @@ def test_the_key_and_the_provider_timestamp_reach_the_log_and_the_work_row(
         },
     )
     at = datetime.fromtimestamp(created, UTC)
-    assert _rows(db_url, event_id) == ("cus_9", at, "hold", "stripe", "cus_9", at, "hold", False)
+    stored = ordering_of(db_url, event_id)
+    assert stored == ("cus_9", at, "hold", "stripe", "cus_9", at, "hold", False)
 
 
 def test_without_order_by_the_arrival_orders_and_on_dead_is_the_sources(
@@ -85,7 +74,7 @@ def test_without_order_by_the_arrival_orders_and_on_dead_is_the_sources(
     event_id = _post(
         client, settings, "loose", {"id": "evt_2", "type": "x", "data": {"object": {"id": "o"}}}
     )
-    row = _rows(db_url, event_id)
+    row = ordering_of(db_url, event_id)
     assert row[0] == "o"
     assert row[2] == "continue"
     assert row[7] is True
@@ -96,7 +85,7 @@ def test_a_key_spec_that_matches_nothing_is_processed_unordered_counted_and_logg
 ) -> None:
     with capture_logs() as logs:
         event_id = _post(client, settings, "stripe", {"id": "evt_3", "type": "ping"})
-    assert _rows(db_url, event_id) == (None, None, None, None, None, None, None, None)
+    assert ordering_of(db_url, event_id) == (None, None, None, None, None, None, None, None)
     unmatched = [e for e in logs if e["event"] == "ordering_key_unmatched"]
     assert len(unmatched) == 1
     assert unmatched[0]["source"] == "stripe"
@@ -117,7 +106,7 @@ def test_an_unusable_timestamp_orders_by_arrival_and_is_counted(
             "stripe",
             {"id": "evt_4", "type": "x", "created": "soon", "data": {"object": {"id": "c"}}},
         )
-    row = _rows(db_url, event_id)
+    row = ordering_of(db_url, event_id)
     assert row[0] == "c"
     assert row[7] is True
     assert [e["event"] for e in logs].count("order_by_unmatched") == 1

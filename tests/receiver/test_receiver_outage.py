@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from inbox._core.outage import Outage, describe_server
+from tests._commands import start_serve, status_of
 from tests._wait import wait_for
-from tests.processors._procs import REPO
 
 
 def test_an_outage_warns_once_per_interval_and_says_when_it_ended() -> None:
@@ -49,19 +47,11 @@ def test_serve_with_an_unreachable_database(tmp_path: Path, unused_tcp_port: int
             '[[sources]]\nname = "open"\nverifier = "none"\nkey_from = "body-sha256"\n',
             encoding="utf-8",
         )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "inbox", "--config", str(config), "serve"],
-            cwd=REPO,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        process = start_serve(config)
         base = f"http://127.0.0.1:{unused_tcp_port}"
 
         def healthz() -> int:
-            try:
-                return httpx.get(base + "/healthz", timeout=5).status_code
-            except httpx.TransportError:
-                return 0
+            return status_of("GET", base + "/healthz")
 
         try:
             wait_for(lambda: healthz() == 503, timeout=60, what="the receiver to answer 503")

@@ -3,6 +3,7 @@ the Starlette app, the worker's claim/settle/retry/dead-letter path in a real Wo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -12,7 +13,7 @@ from starlette.testclient import TestClient
 from inbox import InboxWriter, Settings, create_app, queries
 from processors import Event, Router
 from tests._wait import scalar
-from tests.processors._support import run_worker_until, settings, write_events
+from tests.processors._support import run_until_empty, run_worker_until, settings, write_events
 from tests.receiver.conftest import SW_SECRET, signed
 from tests.security.conftest import Roles
 
@@ -37,18 +38,31 @@ def test_the_receivers_http_path_works_as_the_receiver_role(db_url: str, roles: 
         assert conn.execute("select count(*) from inbox_work").fetchone() == (1,)
 
 
+def _refusing(source: str, seen: list[int], refusal: Callable[[Event], str | None]) -> Router:
+    """A handler that raises ValueError(reason) when ``refusal`` gives a reason for the
+    event, and else records the event's id in ``seen``."""
+    router = Router()
+
+    @router.on(source)
+    async def handle(event: Event, conn: Any) -> None:
+        reason = refusal(event)
+        if reason is not None:
+            raise ValueError(reason)
+        seen.append(event.id)
+
+    return router
+
+
 def test_the_workers_path_works_as_the_worker_role(db_url: str, roles: Roles) -> None:
     [good, bad, later] = write_events(roles.url("receiver"), 3)
-    router = Router()
     seen: list[int] = []
 
-    @router.on("shop")
-    async def handle(event: Event, conn: Any) -> None:
+    def refusal(event: Event) -> str | None:
         if event.id == bad:
-            raise ValueError("card declined")
-        if event.id == later and event.attempt == 1:
-            raise ValueError("try again")
-        seen.append(event.id)
+            return "card declined"
+        return "try again" if event.id == later and event.attempt == 1 else None
+
+    router = _refusing("shop", seen, refusal)
 
     run_worker_until(
         roles.url("worker"),
@@ -109,14 +123,8 @@ def test_ordered_events_flow_through_each_role_and_skip_is_the_operators(
     with InboxWriter(roles.url("receiver")) as writer:
         first = writer.write("o", "e1", b"{}", ordering_key="k").event_id
         second = writer.write("o", "e2", b"{}", ordering_key="k").event_id
-    router = Router()
     seen: list[int] = []
-
-    @router.on("o")
-    async def handle(event: Event, conn: Any) -> None:
-        if event.id == first:
-            raise ValueError("poison")
-        seen.append(event.id)
+    router = _refusing("o", seen, lambda event: "poison" if event.id == first else None)
 
     held = "select count(*) from inbox_work where state = 'dead'"
     run_worker_until(
@@ -128,12 +136,7 @@ def test_ordered_events_flow_through_each_role_and_skip_is_the_operators(
     assert seen == []
     skipped = queries.skip_dead(roles.url("operator"), ids=[first], reason="bad", actor="olga")
     assert skipped.skipped == [first]
-    run_worker_until(
-        roles.url("worker"),
-        router,
-        lambda: scalar(db_url, "select count(*) from inbox_work") == 0,
-        worker_settings=settings(),
-    )
+    run_until_empty(db_url, router, worker_url=roles.url("worker"))
     assert seen == [second]
     runs = scalar(db_url, "select created_by || ' ' || kind from inbox_replays")
     assert runs == "olga dead-skip"

@@ -4,9 +4,7 @@ missing privilege and the GRANT to run; each part connects with its own URL."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -14,21 +12,12 @@ import pytest
 
 from inbox._core.errors import ConfigError
 from inbox._core.privileges import NEEDS, missing_privileges, require_privileges
+from tests._commands import environment, run_inbox, start_serve, status_of
 from tests.security.conftest import Roles
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _inbox(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inbox", *args],
-        cwd=REPO,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_inbox(*args, env=environment(**env))
 
 
 @pytest.mark.parametrize("part", sorted(NEEDS))
@@ -114,26 +103,15 @@ def test_serve_as_the_receiver_role_starts(
     tmp_path: Path, roles: Roles, unused_tcp_port: int
 ) -> None:
     """The check passes for the receiver role: the process is still serving after it."""
-    import httpx
-
     from tests._wait import wait_for
 
     config = _serve_config(tmp_path, f'url = "{roles.url("receiver")}"', unused_tcp_port)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "inbox", "--config", str(config), "serve"],
-        cwd=REPO,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_serve(config)
     base = f"http://127.0.0.1:{unused_tcp_port}"
 
     def accepted() -> bool:
         assert process.poll() is None, process.communicate()[1]
-        try:
-            reply = httpx.post(base + "/webhooks/open", content=b'{"a": 1}', timeout=5)
-        except httpx.TransportError:
-            return False
-        return reply.status_code == 200
+        return status_of("POST", base + "/webhooks/open", content=b'{"a": 1}') == 200
 
     try:
         wait_for(accepted, timeout=30, what="the receiver to accept a webhook")
