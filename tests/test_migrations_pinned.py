@@ -5,7 +5,8 @@ on doing exactly that for every database that runs it later — including the te
 from another revision (0003 and 0006 take 0001's ``append_only`` and ``GUARD``, so an edit of
 0001 reaches them too). alembic's offline mode (``alembic upgrade --sql``) renders what each
 revision sends without a database; each revision's part, each way, is compared with its pin,
-``tests/fixtures/migrations/<revision>.<upgrade|downgrade>.sql``.
+``tests/fixtures/migrations/<revision>.<upgrade|downgrade>.expected`` (the expected
+offline SQL: data the test compares against, not SQL anything runs).
 
 The pins hold alembic's rendering as it is, and only the revisions' part of it: alembic's own
 transaction and its ``alembic_version`` bookkeeping are alembic's, not a revision's, and may
@@ -71,7 +72,7 @@ def offline_sql(direction: str, script_location: Path | None = None) -> dict[str
 
 
 def pin(revision: str, direction: str) -> Path:
-    return PINS / f"{revision}.{direction}.sql"
+    return PINS / f"{revision}.{direction}.expected"
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
