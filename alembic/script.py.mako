@@ -14,6 +14,7 @@ branch_labels = ${repr(branch_labels)}
 % if depends_on:
 depends_on = ${repr(depends_on)}
 % endif
+## Once written, a revision's SQL is pinned: `python -m tests.test_migrations_pinned` (see there).
 
 
 def upgrade() -> None:
