@@ -91,12 +91,15 @@ class ClaimCursor:
         self._rescan_seconds = rescan_seconds
         self._after = START
         self._rescan_at = 0.0
+        self.from_start = True
+        """Whether the last ``start`` scans from the beginning (then suspects are looked for)."""
 
     def start(self, now: float) -> Position:
         """The position the claim taken at monotonic time ``now`` scans after."""
         if now >= self._rescan_at:
             self._after = START
-        if self._after == START:
+        self.from_start = self._after == START
+        if self.from_start:
             self._rescan_at = now + self._rescan_seconds
         return self._after
 

@@ -11,8 +11,7 @@ import os
 import random
 import socket
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +24,8 @@ from inbox._core.outage import Outage, describe_server
 from inbox._core.settings import WorkerSettings
 from processors._batch import BATCH_SAVEPOINT, MAX_ISOLATED, BatchRunner
 from processors._decide import (
-    Decision,
     Policy,
     idle_wait_seconds,
-    outcome_counts,
     reconnect_delay,
 )
 from processors._errors import ProcessingError
@@ -36,14 +33,8 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
-from processors._store import (
-    START,
-    ClaimCursor,
-    ClaimedEvent,
-    SessionLimits,
-    WorkStore,
-    release_busy,
-)
+from processors._settled_log import log_settled
+from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
 
 __all__ = ["Worker"]
 
@@ -312,7 +303,7 @@ class Worker:
             claim = await self._store.claim_batch(
                 conn,
                 self._batch_size,
-                look_for_suspect=n == 0 and after == START,
+                look_for_suspect=n == 0 and cursor.from_start,
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
                 after=after,
             )
@@ -366,45 +357,5 @@ class Worker:
             raise CommitOutcomeUnknownError(event_ids) from exc
         elapsed = time.monotonic() - started
         self.metrics.observe_batch(batch, decisions, elapsed)
-        self._log_settled(worker, batch, decisions, elapsed)
+        log_settled(self._settings.log_events, worker, batch, decisions, elapsed)
         return claimed
-
-    def _log_settled(
-        self,
-        worker: str,
-        batch: Sequence[ClaimedEvent],
-        decisions: Sequence[Decision],
-        seconds: float,
-    ) -> None:
-        """After the commit, so a line says what is durably done (failures were logged as
-        they happened)."""
-        mode = self._settings.log_events
-        if mode == "batch":
-            log.info(
-                "batch_processed",
-                worker=worker,
-                events=len(decisions),
-                **outcome_counts(decisions),
-                sources=dict(Counter(item.event.source for item in batch)),
-                duration_ms=round(seconds * 1000, 1),
-            )
-        elif mode == "event":
-            events = {item.event.id: item.event for item in batch}
-            for decision in decisions:
-                if decision.outcome != "processed":
-                    continue
-                event = events[decision.event_id]
-                log.info(
-                    "event_processed",
-                    event_id=event.id,
-                    source=event.source,
-                    key=event.key,
-                    type=event.type,
-                    handler=decision.handler,
-                    attempt=event.attempt,
-                    replay_id=decision.replay_id,
-                    worker=worker,
-                    duration_ms=round(
-                        (decision.finished_at - decision.started_at).total_seconds() * 1000, 1
-                    ),
-                )

@@ -166,8 +166,10 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
 
     cursor = ClaimCursor(rescan_seconds=1.0)
     assert cursor.start(100.0) == START
+    assert cursor.from_start  # (the claim loop looks for suspects on such scans only)
     cursor.claimed(claim(64, last=64), 64)
     assert cursor.start(100.1)[2] == 64  # a full batch: resume after it
+    assert not cursor.from_start
     cursor.claimed(claim(64, last=128), 64)
     assert cursor.start(100.2)[2] == 128
     cursor.claimed(claim(10, last=138), 64)
@@ -176,5 +178,6 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     assert cursor.start(100.4)[2] == 202
     cursor.claimed(claim(64, last=266), 64)
     assert cursor.start(101.4) == START  # a second since the last scan from the start
+    assert cursor.from_start
     cursor.claimed(claim(0, last=0), 64)
     assert cursor.start(101.5) == START
