@@ -14,8 +14,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from benchmarks._common import median
+from benchmarks._loading import load_inbox_backlog
 from benchmarks._scale import rss_kb
-from benchmarks._systems import Env, System, drain, load_inbox_backlog
+from benchmarks._systems import Env, System, drain
 from inbox.testing import create_database, drop_database
 
 SYSTEM = System("inbox-noop", concurrency=1)

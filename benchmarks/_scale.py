@@ -15,17 +15,8 @@ import psycopg
 from benchmarks._common import (
     median,
 )
-from benchmarks._systems import (
-    Env,
-    System,
-    drain,
-    load_history,
-    load_inbox_backlog,
-    remaining,
-    spawn,
-    stop,
-    worker_command,
-)
+from benchmarks._loading import load_history, load_inbox_backlog
+from benchmarks._systems import Env, System, drain, remaining, spawn, stop, worker_command
 from inbox.testing import create_database, drop_database, new_database
 
 # The claim measured: a full batch, as a worker takes it (processors._worker.MAX_BATCH).

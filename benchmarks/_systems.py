@@ -1,5 +1,5 @@
 """What the processing benchmarks drive: the systems (pg-inbox with a handler, or a peer's
-configuration), their worker processes, their databases and backlogs, and the timed drain.
+configuration), their worker processes and databases (backlogs: ``_loading``), and the timed drain.
 
 Shared by ``benchmarks.processing`` (figures 3-5) and ``benchmarks.storm`` (figure 6). The
 peers run from their own virtual environment through ``_peer_worker.py``.
@@ -22,7 +22,7 @@ import psycopg
 
 from benchmarks._apps import BUSINESS_TABLE_DDL
 from benchmarks._common import REPO, child_env, fetch_one
-from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
+from benchmarks._loading import analyze, load_inbox_backlog
 from inbox._core import migrate as _migrate
 from inbox.testing import create_database, drop_database
 
@@ -177,71 +177,6 @@ def peer(env: Env, *args: str) -> None:
         capture_output=True,
         cwd=REPO,
     )
-
-
-# --- loading --------------------------------------------------------------------------------
-
-LOAD_BACKLOG = """
-with ev as (
-    insert into inbox_events (source, idempotency_key, event_type, headers, body, body_sha256)
-    select 'bench', %(tag)s || '-' || g, %(event_type)s, %(headers)s::jsonb, b.body,
-           sha256(b.body)
-    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
-    order by g
-    returning id
-)
-insert into inbox_work (event_id) select id from ev
-"""
-
-LOAD_HISTORY = """
-with ev as (
-    insert into inbox_events
-        (source, idempotency_key, event_type, headers, body, body_sha256, received_at)
-    select 'history', 'h-' || g, %(event_type)s, '{}'::jsonb, b.body, sha256(b.body),
-           now() - interval '30 days' + g * interval '1 ms'
-    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
-    order by g
-    returning id, received_at
-)
-insert into inbox_attempts
-    (event_id, attempt, started_at, finished_at, outcome, handler, worker)
-select id, 1, received_at, received_at + interval '2 ms', 'processed', 'bench.history',
-       'history:1/0'
-from ev
-"""
-
-
-def load_inbox_backlog(url: str, n: int, *, notify: bool = False) -> None:
-    import json
-
-    key = "evt_0000000000000000000000"
-    with psycopg.connect(url) as conn:
-        conn.execute(
-            LOAD_BACKLOG,
-            {
-                "tag": f"b{random.getrandbits(32):08x}",
-                "n": n,
-                "event_type": EVENT_TYPE,
-                "headers": json.dumps(make_headers(key)),
-                "body": make_body(key),
-            },
-        )
-        if notify:
-            conn.execute("select pg_notify('inbox_work', '')")
-    analyze(url)
-
-
-def load_history(url: str, n: int) -> None:
-    body = make_body("h")[:200]
-    with psycopg.connect(url) as conn:
-        conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("vacuum analyze")
-
-
-def analyze(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("analyze")
 
 
 def load_backlog(env: Env, system: System, url: str, n: int) -> None:

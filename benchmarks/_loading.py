@@ -1,0 +1,74 @@
+"""The processing benchmarks' backlogs and histories, loaded set-based into a migrated
+database (one ``INSERT … SELECT generate_series``; the writer's tables and columns, not the
+writer, which the ingest benchmark measures)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import psycopg
+
+from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
+
+__all__ = ["analyze", "load_history", "load_inbox_backlog"]
+
+LOAD_BACKLOG = """
+with ev as (
+    insert into inbox_events (source, idempotency_key, event_type, headers, body, body_sha256)
+    select 'bench', %(tag)s || '-' || g, %(event_type)s, %(headers)s::jsonb, b.body,
+           sha256(b.body)
+    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+    order by g
+    returning id
+)
+insert into inbox_work (event_id) select id from ev
+"""
+
+LOAD_HISTORY = """
+with ev as (
+    insert into inbox_events
+        (source, idempotency_key, event_type, headers, body, body_sha256, received_at)
+    select 'history', 'h-' || g, %(event_type)s, '{}'::jsonb, b.body, sha256(b.body),
+           now() - interval '30 days' + g * interval '1 ms'
+    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+    order by g
+    returning id, received_at
+)
+insert into inbox_attempts
+    (event_id, attempt, started_at, finished_at, outcome, handler, worker)
+select id, 1, received_at, received_at + interval '2 ms', 'processed', 'bench.history',
+       'history:1/0'
+from ev
+"""
+
+
+def load_inbox_backlog(url: str, n: int, *, notify: bool = False) -> None:
+    key = "evt_0000000000000000000000"
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            LOAD_BACKLOG,
+            {
+                "tag": f"b{random.getrandbits(32):08x}",
+                "n": n,
+                "event_type": EVENT_TYPE,
+                "headers": json.dumps(make_headers(key)),
+                "body": make_body(key),
+            },
+        )
+        if notify:
+            conn.execute("select pg_notify('inbox_work', '')")
+    analyze(url)
+
+
+def load_history(url: str, n: int) -> None:
+    body = make_body("h")[:200]
+    with psycopg.connect(url) as conn:
+        conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("vacuum analyze")
+
+
+def analyze(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("analyze")
