@@ -39,7 +39,12 @@ def _one_event_that_fails(db_url: str) -> Router:
 
 
 def test_run_pending_returns_when_only_a_later_retry_is_left(db_url: str) -> None:
-    run_pending(db_url, _one_event_that_fails(db_url))
+    # Full jitter draws the retry's delay from [0, cap]: with the default cap it drew 22 ms
+    # once, and the retry was due again before the assertion below. A week's cap keeps the
+    # retry in the future whatever it draws (and run_pending must still return).
+    week = 7 * 24 * 3600
+    settings = WorkerSettings(backoff_base_seconds=week, backoff_max_seconds=week)
+    run_pending(db_url, _one_event_that_fails(db_url), settings=settings)
     assert scalar(db_url, "select outcome from inbox_attempts") == "failed"
     assert scalar(db_url, "select run_at > now() from inbox_work") is True
 
