@@ -77,16 +77,19 @@ def test_a_handlers_own_timeout_error_and_outside_cancels_are_left_alone() -> No
         asyncio.run(own_timeout())
 
     async def cancelled_from_outside() -> str:
+        entered = asyncio.Event()
+
         async def handler_task() -> None:
             deadline = HandlerDeadline()
             try:
                 with deadline.running(10):
-                    await asyncio.sleep(5)
+                    entered.set()
+                    await asyncio.Event().wait()  # only the outside cancel ends it
             finally:
                 deadline.close()
 
         task = asyncio.create_task(handler_task())
-        await asyncio.sleep(0.01)
+        await entered.wait()
         task.cancel()
         try:
             await task
