@@ -14,6 +14,7 @@ from inbox._core.settings import WorkerSettings
 from processors import Event, Router
 from processors.testing import run_pending, run_until
 from tests._wait import scalar
+from tests.processors._support import NO_RETRY_SOON
 
 
 def test_the_helpers_export_the_documented_names_each_documented() -> None:
@@ -42,8 +43,7 @@ def test_run_pending_returns_when_only_a_later_retry_is_left(db_url: str) -> Non
     # Full jitter draws the retry's delay from [0, cap]: with the default cap it drew 22 ms
     # once, and the retry was due again before the assertion below. A week's cap keeps the
     # retry in the future whatever it draws (and run_pending must still return).
-    week = 7 * 24 * 3600
-    settings = WorkerSettings(backoff_base_seconds=week, backoff_max_seconds=week)
+    settings = WorkerSettings(**NO_RETRY_SOON)
     run_pending(db_url, _one_event_that_fails(db_url), settings=settings)
     assert scalar(db_url, "select outcome from inbox_attempts") == "failed"
     assert scalar(db_url, "select run_at > now() from inbox_work") is True

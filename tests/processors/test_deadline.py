@@ -16,6 +16,7 @@ import pytest
 from processors import Event, Router
 from processors._deadline import HandlerDeadline
 from tests.processors._support import (
+    NO_RETRY_SOON,
     attempt_outcomes,
     create_business_table,
     run_worker_until,
@@ -134,7 +135,7 @@ def test_a_slow_handler_late_in_a_batch_of_quick_ones_times_out_alone(db_url: st
         db_url,
         router,
         lambda: len(attempt_outcomes(db_url)) == len(ids),
-        worker_settings=settings(backoff_base_seconds=604_800, backoff_max_seconds=604_800),
+        worker_settings=settings(**NO_RETRY_SOON),
     )
     outcomes = attempt_outcomes(db_url)
     assert outcomes.pop(slow) == [("failed", "HandlerTimeoutError")]
