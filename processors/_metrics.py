@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from processors._decide import outcome_counts
+
 if TYPE_CHECKING:
     from processors._decide import Decision
     from processors._store import ClaimedEvent
@@ -86,10 +88,8 @@ class WorkerMetrics:
         self.batch_seconds.observe(seconds)
         self.batch_size.observe(len(batch))
         events = {item.event.id: item.event for item in batch}
-        outcomes: dict[str, int] = {}
         lag_of: dict[str, Histogram] = {}  # a labelled child is looked up once a batch
         for decision in decisions:
-            outcomes[decision.outcome] = outcomes.get(decision.outcome, 0) + 1
             event = events[decision.event_id]
             # A retry's lag would be its backoff, a replay's the age of the event: the
             # histogram is how long new events wait for a handler (the worker's clock
@@ -100,5 +100,6 @@ class WorkerMetrics:
                 if child is None:
                     child = lag_of[event.source] = self.lag_seconds.labels(event.source)
                 child.observe(max(lag, 0.0))
-        for outcome, count in outcomes.items():
-            self.outcomes.labels(outcome).inc(count)
+        for outcome, count in outcome_counts(decisions).items():
+            if count:  # (the log line's counts name "processed" even when there was none)
+                self.outcomes.labels(outcome).inc(count)
