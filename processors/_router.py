@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from processors._event import Event
@@ -32,12 +32,13 @@ class Route:
     handler: Handler
     is_async: bool
     timeout_seconds: float | None
+    # The handler's dotted name, which every attempt records: made once, not per event.
+    name: str = field(init=False)
 
-    @property
-    def name(self) -> str:
+    def __post_init__(self) -> None:
         module = getattr(self.handler, "__module__", "?")
         qualname = getattr(self.handler, "__qualname__", repr(self.handler))
-        return f"{module}.{qualname}"
+        object.__setattr__(self, "name", f"{module}.{qualname}")
 
     def specificity(self) -> tuple[int, int, int]:
         """Sort key: larger is more specific."""

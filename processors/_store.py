@@ -181,7 +181,7 @@ class WorkStore:
     async def claim_suspect(self, conn: AsyncConn) -> list[ClaimedEvent]:
         """Open the claim transaction and lock one suspect (an event whose earlier claim
         never settled), if there is one."""
-        cursor = conn.cursor(row_factory=tuple_row)
+        cursor = conn.cursor(row_factory=tuple_row, binary=True)
         await cursor.execute(CLAIM_SUSPECT)
         return [_claimed_event(row) for row in await cursor.fetchall()]
 
@@ -202,7 +202,10 @@ class WorkStore:
             suspects = conn.cursor(row_factory=tuple_row)
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT)
-            cursor = conn.cursor(row_factory=tuple_row)
+            # Binary rows: the body's bytes and the timestamps come as they are stored, not
+            # as text to parse (a no-op event's worker CPU ~67 -> ~51 us, medians of five
+            # interleaved runs on a busy machine).
+            cursor = conn.cursor(row_factory=tuple_row, binary=True)
             await cursor.execute(CLAIM_BATCH, claim_params(batch_size, after))
             if then is not None:
                 await conn.execute(then)
