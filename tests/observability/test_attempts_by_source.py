@@ -3,12 +3,14 @@ database: an operator reads a source's failures from it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 
 from inbox import InboxWriter
 from processors import Event, Router
+from tests._wait import scalar
 from tests.processors._support import NO_RETRY_SOON, all_attempted, run_worker_until, settings
 
 
@@ -57,3 +59,63 @@ def test_each_source_counts_its_own_outcomes(db_url: str) -> None:
         ("bank", "failed"): 2,
     }
 
+
+def test_an_event_released_because_its_key_is_busy_counts_under_its_source(db_url: str) -> None:
+    """Two batches meet on an ordered key: the claim could not see the other batch's claim
+    of the key (committed after the claim began), so the key's slot releases the event
+    unrun. It is counted as released, by its source, with the rest of its batch."""
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    with InboxWriter(db_url, notify="off") as writer:
+        head = writer.write(
+            "ordered", "evt-5", b"{}", ordering_key="a", order_at=t0 + timedelta(seconds=5)
+        ).event_id
+    # Another worker's batch holds the key's head and is counting its claim: the counter,
+    # with the key's slot, is not committed yet.
+    other = psycopg.connect(db_url)
+    try:
+        other.execute(
+            "insert into inbox_claims (event_id, source, ordering_key, last_worker)"
+            " values (%s, 'ordered', 'a', 'other')",
+            [head],
+        )
+        with InboxWriter(db_url) as writer:
+            # Late, but first in the key's order: the head the claim sees, and takes.
+            writer.write(
+                "ordered", "evt-1", b"{}", ordering_key="a", order_at=t0 + timedelta(seconds=1)
+            )
+            plain = writer.write("plain", "p-1", b"{}").event_id
+        committed = False
+
+        def released_and_settled() -> bool:
+            nonlocal committed
+            if not committed:
+                # The worker's count of its claim waits on the other's slot: let it commit.
+                waiting = scalar(
+                    db_url,
+                    "select count(*) from pg_stat_activity where datname = current_database()"
+                    " and wait_event_type = 'Lock' and pid <> %s",
+                    [other.info.backend_pid],
+                )
+                if waiting:
+                    other.commit()
+                    committed = True
+                return False
+            return (
+                scalar(db_url, "select count(*) from inbox_work where event_id = %s", [plain]) == 0
+            )
+
+        router = Router()
+
+        @router.on("*")
+        async def handle(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+            return None
+
+        metrics = run_worker_until(
+            db_url, router, released_and_settled, what="the busy key's event to be released"
+        )
+    finally:
+        other.close()
+
+    samples = attempt_samples(metrics.registry)
+    assert samples[("ordered", "released")] == 1
+    assert samples[("plain", "processed")] == 1
