@@ -19,11 +19,13 @@ writer's tables and columns, ~1 KB JSON bodies; not through the writer, which th
 benchmark measures). Peers: their own bulk-enqueue APIs (``Queries.enqueue`` with lists,
 ``Task.batch_defer_async``) and worker APIs (``QueueManager.run``, ``App.run_worker_async``)
 with a no-op job. Every database is ANALYZEd after the load. The driver polls the number of
-unfinished rows every --poll-ms; the clock starts at the first poll that sees fewer rows than
-the backlog (so interpreter start, imports and connecting are excluded; so is the first
-batch's work, which is why the rate is counted over the rows finished after that poll) and
-stops at the first poll that sees none. "start→empty" is the whole wall time from spawning
-the workers, start-up included.
+unfinished rows every --poll-ms, or after 50 times as long as its count took when that is
+longer (a count scans the table: polled every 50 ms it would take a fifth of a core from a
+large drain and almost nothing from a small one); the clock starts at the first poll that
+sees fewer rows than the backlog (so interpreter start, imports and connecting are
+excluded; so is the first batch's work, which is why the rate is counted over the rows
+finished after that poll) and stops at the first poll that sees none. "start→empty" is the
+whole wall time from spawning the workers, start-up included.
 
 **Wake latency.** At idle, --events writes one at a time with a uniform random gap of
 --gap-ms between them. pg-inbox: ``AsyncInboxWriter`` (default ``notify="after_commit"``) in

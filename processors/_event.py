@@ -33,6 +33,50 @@ class Event(BaseModel):
         return json.loads(self.body)
 
 
+_FIELDS = frozenset(Event.model_fields)
+
+
+def stored_event(
+    *,
+    id: int,
+    source: str,
+    key: str,
+    type: str | None,
+    received_at: datetime,
+    headers: dict[str, str],
+    body: bytes,
+    attempt: int,
+    replay_id: int | None,
+) -> Event:
+    """An ``Event`` of values our own schema typed (a claimed row), built without validation.
+
+    ``Event.model_construct`` does the same for any model and any subset of fields: its
+    generic loop cost ~4 us an event, a twentieth of a no-op event's worker CPU. Every field
+    is given here, so what it would set is known: the values, all fields set, no extra and
+    no private attributes (tests/processors/test_event.py pins that the result equals a
+    validated ``Event``)."""
+    event = Event.__new__(Event)
+    values = {
+        "id": id,
+        "source": source,
+        "key": key,
+        "type": type,
+        "received_at": received_at,
+        "headers": headers,
+        "body": body,
+        "attempt": attempt,
+        "is_replay": replay_id is not None,
+        "replay_id": replay_id,
+    }
+    # The model is frozen: its own __setattr__ refuses, as it should for handlers.
+    object.__setattr__(event, "__dict__", values)
+    # A set of its own: model_copy adds to it.
+    object.__setattr__(event, "__pydantic_fields_set__", set(_FIELDS))
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event
+
+
 class Retry(Exception):
     """Raise from a handler to run the event again after ``after`` seconds.
 

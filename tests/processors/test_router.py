@@ -43,6 +43,27 @@ def test_longer_glob_beats_shorter_and_exact_source_beats_any_source() -> None:
     assert _handler(router, "github", "invoice.paid") is a
 
 
+def test_a_route_added_after_events_were_routed_takes_its_events_from_then_on() -> None:
+    router = _routed(("stripe", "*", a))
+    assert _handler(router, "stripe", "invoice.paid") is a
+    assert router.resolve("github", "push") is None
+    router.on("stripe", "invoice.paid")(b)
+    other = _routed(("github", "*", c))
+    router.include(other)
+    assert _handler(router, "stripe", "invoice.paid") is b
+    assert _handler(router, "github", "push") is c
+
+
+def test_many_event_types_are_each_routed_right() -> None:
+    # More types than the router keeps answers for: the ones it forgot are matched again.
+    router = _routed(("stripe", "*", a), ("stripe", "invoice.*", b))
+    for round_no in range(2):
+        for n in range(3000):
+            expected = b if n % 2 else a
+            event_type = f"invoice.t{n}" if n % 2 else f"charge.t{n}"
+            assert _handler(router, "stripe", event_type) is expected, (round_no, n)
+
+
 def test_sync_and_async_handlers_are_told_apart() -> None:
     router = _routed(("s", "x", a), ("s", "y", d))
     assert router.resolve("s", "x").is_async  # type: ignore[union-attr]
