@@ -69,10 +69,12 @@ def test_an_event_released_because_its_key_is_busy_counts_under_its_source(db_ur
         head = writer.write(
             "ordered", "evt-5", b"{}", ordering_key="a", order_at=t0 + timedelta(seconds=5)
         ).event_id
-    # Another worker's batch holds the key's head and is counting its claim: the counter,
-    # with the key's slot, is not committed yet.
-    other = psycopg.connect(db_url)
+    # Another worker's batch: its claim holds the key's head locked (for the whole test, so
+    # the head is never a suspect to take over), and its side connection is counting the
+    # claim: the counter, with the key's slot, is not committed yet.
+    claim, other = psycopg.connect(db_url), psycopg.connect(db_url)
     try:
+        claim.execute("select from inbox_work where event_id = %s for update", [head])
         other.execute(
             "insert into inbox_claims (event_id, source, ordering_key, last_worker)"
             " values (%s, 'ordered', 'a', 'other')",
@@ -93,8 +95,8 @@ def test_an_event_released_because_its_key_is_busy_counts_under_its_source(db_ur
                 waiting = scalar(
                     db_url,
                     "select count(*) from pg_stat_activity where datname = current_database()"
-                    " and wait_event_type = 'Lock' and pid <> %s",
-                    [other.info.backend_pid],
+                    " and wait_event_type = 'Lock' and pid <> all(%s)",
+                    [[other.info.backend_pid, claim.info.backend_pid]],
                 )
                 if waiting:
                     other.commit()
@@ -115,6 +117,7 @@ def test_an_event_released_because_its_key_is_busy_counts_under_its_source(db_ur
         )
     finally:
         other.close()
+        claim.close()
 
     samples = attempt_samples(metrics.registry)
     assert samples[("ordered", "released")] == 1
