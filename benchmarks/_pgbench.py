@@ -46,7 +46,8 @@ def pgbench_version(pgbench: str) -> str:
 
 def pgbench_script() -> str:
     """The writer's own insert_event statement, its parameters as pgbench variables."""
-    text = INSERT_EVENT.replace("%(verifier)s", "null").replace("%(traceparent)s", "null")
+    text = INSERT_EVENT.replace("%(verifier)s", "null")
+    text = text.replace("%(traceparent)s", "null").replace("%(tracestate)s", "null")
     text = text.replace("%(key)s", ":key")
     text = re.sub(r"%\((\w+)\)s", r":\1", text)
     return "\\set key random(1, 9000000000000000000)\n" + text + ";\n"

@@ -44,7 +44,7 @@ if mode != "off":
     if mode == "sdk":
         from opentelemetry.sdk.trace import TracerProvider
         trace.set_tracer_provider(TracerProvider())
-from inbox._core.tracing import current_traceparent
+from inbox._core.tracing import current_trace_context
 from processors._decide import Claimed
 from processors._event import Event
 from processors._store import ClaimedEvent
@@ -60,7 +60,7 @@ def handler_run():
     with handler_span(item, "h"):
         pass
 number = 20000
-for name, hook in (("handler span", handler_run), ("stored context", current_traceparent)):
+for name, hook in (("handler span", handler_run), ("stored context", current_trace_context)):
     best = min(timeit.repeat(hook, number=number, repeat=5)) / number
     print(name, round(best * 1e6, 2))
 """

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from processors._decide import outcome_counts
-
 if TYPE_CHECKING:
     from processors._decide import Decision
     from processors._store import ClaimedEvent
@@ -48,8 +46,15 @@ class WorkerMetrics:
             "inbox_listener_notifications", "wake-up notifications received", registry=r
         )
         self.outcomes = Counter(
-            "inbox_attempts", "settled attempts by outcome", ["outcome"], registry=r
+            "inbox_attempts",
+            "settled attempts by event source and outcome",
+            ["source", "outcome"],
+            registry=r,
         )
+        # Labelled children by (source, outcome), kept for the worker's life: a batch then
+        # looks up each pair it settled in a dict, not in the client's locked label map.
+        # Bounded as the label values are: configured sources times the fixed outcomes.
+        self._outcome_of: dict[tuple[str, str], Counter] = {}
         self.batches = Counter("inbox_batches", "committed claim batches", registry=r)
         self.batch_seconds = Histogram(
             "inbox_batch_seconds", "claim-to-commit time of a batch", registry=r
@@ -82,15 +87,19 @@ class WorkerMetrics:
     def observe_batch(
         self, batch: Sequence[ClaimedEvent], decisions: Sequence[Decision], seconds: float
     ) -> None:
-        """Count a committed batch: its time and size, each outcome, and the lag of each
-        event whose first handler run it was."""
+        """Count a committed batch: its time and size, each (source, outcome), and the lag
+        of each event whose first handler run it was. ``batch`` is every event the batch
+        claimed, those it released unrun included (each has a decision)."""
         self.batches.inc()
         self.batch_seconds.observe(seconds)
         self.batch_size.observe(len(batch))
         events = {item.event.id: item.event for item in batch}
         lag_of: dict[str, Histogram] = {}  # a labelled child is looked up once a batch
+        settled: dict[tuple[str, str], int] = {}
         for decision in decisions:
             event = events[decision.event_id]
+            pair = (event.source, decision.outcome)
+            settled[pair] = settled.get(pair, 0) + 1
             # A retry's lag would be its backoff, a replay's the age of the event: the
             # histogram is how long new events wait for a handler (the worker's clock
             # against the server's received_at; hosts keep their clocks in sync).
@@ -100,6 +109,8 @@ class WorkerMetrics:
                 if child is None:
                     child = lag_of[event.source] = self.lag_seconds.labels(event.source)
                 child.observe(max(lag, 0.0))
-        for outcome, count in outcome_counts(decisions).items():
-            if count:  # (the log line's counts name "processed" even when there was none)
-                self.outcomes.labels(outcome).inc(count)
+        for labels, count in settled.items():
+            counter = self._outcome_of.get(labels)
+            if counter is None:
+                counter = self._outcome_of[labels] = self.outcomes.labels(*labels)
+            counter.inc(count)

@@ -42,8 +42,10 @@ class ClaimedEvent:
     event: Event
     ordering_key: str | None = None
     """The event's key within its source when the source is ordered."""
-    # The receipt's W3C trace context (null when it was not traced): the handler span's link.
+    # The receipt's W3C trace context (null when it was not traced; a tracestate only when
+    # the receipt's span carried one): the handler span's link.
     traceparent: str | None = None
+    tracestate: str | None = None
 
 
 # An index position of inbox_work_claim: (priority, run_at, event_id).
@@ -134,6 +136,7 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         body,
         ordering_key,
         traceparent,
+        tracestate,
         *_,  # claim_batch's index position of the row
     ) = row
     claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
@@ -150,7 +153,11 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
         replay_id=replay_id,
     )
     return ClaimedEvent(
-        claimed=claimed, event=event, ordering_key=ordering_key, traceparent=traceparent
+        claimed=claimed,
+        event=event,
+        ordering_key=ordering_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
 
@@ -211,7 +218,7 @@ class WorkStore:
                 await conn.execute(then)
             rows = await cursor.fetchall()
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
-        last = (rows[-1][12], rows[-1][13], rows[-1][0]) if rows else None
+        last = (rows[-1][-2], rows[-1][-1], rows[-1][0]) if rows else None  # see claim_batch
         return Claim(
             batch=[_claimed_event(row) for row in rows],
             suspect_waiting=suspect_waiting,

@@ -57,7 +57,7 @@ def _traced(otel: Otel, item: ClaimedEvent, handler: str) -> Iterator[None]:
         f"process {event.source}",
         context=otel.root(),
         kind=otel.trace.SpanKind.CONSUMER,
-        links=otel.link(item.traceparent),
+        links=otel.link(item.traceparent, item.tracestate),
         attributes=attributes,
         # Recorded below: a Retry is a request, not an error.
         record_exception=False,

@@ -332,7 +332,7 @@ class Worker:
         # loop claims again at once, as after any batch that claimed something.
         claimed = len(batch)
         busy = await self._store.count_claims(session.side, batch, worker)
-        batch, released = release_busy(batch, busy)
+        to_run, released = release_busy(batch, busy)
         runner = BatchRunner(
             self._router,
             self._policy,
@@ -344,7 +344,7 @@ class Worker:
         decisions = await runner.run(
             conn,
             session.sync_view,
-            batch,
+            to_run,
             should_stop=lambda: self._stopping,
             deadline=started + self._settings.handler_timeout_seconds,
             batch_savepoint_taken=batch_savepoint_taken,
@@ -356,6 +356,8 @@ class Worker:
         except CONNECTION_ERRORS as exc:
             raise CommitOutcomeUnknownError(event_ids) from exc
         elapsed = time.monotonic() - started
+        # Every claimed event has a decision, the busy ones released included: both count
+        # them by their event, so both take the whole batch.
         self.metrics.observe_batch(batch, decisions, elapsed)
         log_settled(self._settings.log_events, worker, batch, decisions, elapsed)
         return claimed

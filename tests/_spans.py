@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 
 class _Recorder(SimpleSpanProcessor):
@@ -75,3 +77,16 @@ def traceparent_of(span: Any) -> str:
     """The W3C traceparent that names ``span`` (sampled)."""
     context = span.get_span_context()
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+
+def in_vendors_trace(*entries: tuple[str, str]) -> Context:
+    """A context whose (remote) span carries a tracestate of ``entries``, as a host's
+    instrumentation makes of a request that brought one: a span started in it inherits it."""
+    parent = SpanContext(
+        trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736,
+        span_id=0x00F067AA0BA902B7,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        trace_state=TraceState(list(entries)),
+    )
+    return trace.set_span_in_context(NonRecordingSpan(parent))

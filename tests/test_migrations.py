@@ -135,3 +135,31 @@ def test_0007_steps_down_with_ordered_events_and_skips_recorded(empty_db_url: st
             )
     _migrate.upgrade(empty_db_url)
     assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()
+
+
+def test_0010_keeps_a_bounded_tracestate_and_steps_down_keeping_the_log(
+    empty_db_url: str,
+) -> None:
+    """0010's column holds at most the 512 characters W3C asks a propagator to pass on;
+    down, the log keeps its events (and their traceparent) without it."""
+    _migrate.upgrade(empty_db_url, "0010")
+    insert = (
+        "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent,"
+        " tracestate) values ('s', %s, '', sha256(''), '00-' || repeat('a', 32) || '-'"
+        " || repeat('b', 16) || '-01', %s)"
+    )
+    with psycopg.connect(empty_db_url) as conn:
+        conn.execute(insert, ["k1", "a=" + "x" * 510])
+        conn.execute(insert, ["k2", None])
+    with psycopg.connect(empty_db_url) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute(insert, ["k3", "a=" + "x" * 511])
+    _migrate.downgrade(empty_db_url, "0009")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(
+            "select idempotency_key, length(traceparent) from inbox_events order by id"
+        ).fetchall() == [("k1", 55), ("k2", 55)]
+    _migrate.upgrade(empty_db_url)
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(
+            "select count(*) from inbox_events where tracestate is null"
+        ).fetchone() == (2,)

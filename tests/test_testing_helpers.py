@@ -69,7 +69,12 @@ def test_run_until_runs_until_the_condition_holds_and_says_when_it_never_does(
     fast = WorkerSettings(max_attempts=2, backoff_base_seconds=0.01, backoff_max_seconds=0.01)
     dead = "select count(*) from inbox_work where state = 'dead'"
     metrics = run_until(db_url, router, lambda: scalar(db_url, dead) == 1, settings=fast)
-    assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "dead"}) == 1
+    assert (
+        metrics.registry.get_sample_value(
+            "inbox_attempts_total", {"source": "demo", "outcome": "dead"}
+        )
+        == 1
+    )
     with pytest.raises(TimeoutError):
         run_until(db_url, router, lambda: False, timeout=0.5)
 

@@ -62,13 +62,13 @@ NEEDS: dict[str, list[Need]] = {
             "inbox_events",
             "INSERT",
             "source idempotency_key event_type verifier headers body body_sha256"
-            " ordering_key order_at on_dead traceparent",
+            " ordering_key order_at on_dead traceparent tracestate",
         ),
         *_columns("inbox_work", "INSERT", "event_id source ordering_key order_at on_dead"),
         *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
     ],
     "worker": [
-        # The whole row of an event, its traceparent included (a handler span's link).
+        # The whole row of an event, its trace context included (a handler span's link).
         *_tables("SELECT", "inbox_events", "alembic_version"),
         *_tables("SELECT INSERT", "inbox_attempts"),
         *_tables("SELECT UPDATE DELETE", "inbox_work"),

@@ -10,7 +10,9 @@ placeholder), the tracer and the W3C propagator are resolved once and kept.
 
 The receiving side (``inbox._receiving.tracing``) and the processing side
 (``processors._tracing``) build their spans on ``active()``; the writers store
-``current_traceparent()`` with each new event, the link a handler's span makes to it.
+``current_trace_context()`` with each new event, the link a handler's span makes to it: its
+W3C ``traceparent`` and ``tracestate``, the two headers a propagator passes on together
+(the vendors' entries of a tracestate mean something only with the trace they came with).
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ from typing import Any
 
 __all__ = [
     "MESSAGING_SYSTEM",
+    "NO_TRACE_CONTEXT",
+    "TRACESTATE_LIMIT",
     "Otel",
+    "TraceContext",
     "active",
-    "current_traceparent",
+    "bounded_tracestate",
+    "current_trace_context",
     "trace_id_of",
 ]
 
@@ -32,6 +38,32 @@ __all__ = [
 MESSAGING_SYSTEM = "pg_inbox"
 ATTRIBUTE_PREFIX = f"messaging.{MESSAGING_SYSTEM}."
 TRACER_NAME = "pg-inbox"
+
+TraceContext = tuple[str | None, str | None]
+"""A span's W3C ``(traceparent, tracestate)``; either is None when there is none."""
+NO_TRACE_CONTEXT: TraceContext = (None, None)
+
+# W3C Trace Context: "vendors SHOULD propagate at least 512 characters of a combined
+# header" (https://www.w3.org/TR/trace-context/#tracestate-limits). What a propagator may
+# cut a longer one to is what the log stores (its column's check); the entries it drops
+# are the spec's: those over 128 characters first, then from the end.
+TRACESTATE_LIMIT = 512
+_LONG_ENTRY = 128
+
+
+def bounded_tracestate(header: str | None) -> str | None:
+    """``header`` (a ``tracestate`` as a propagator writes it) cut to ``TRACESTATE_LIMIT``
+    characters as W3C Trace Context says; None when it is empty, or nothing is left."""
+    if not header:
+        return None
+    if len(header) <= TRACESTATE_LIMIT:
+        return header
+    entries = [entry.strip() for entry in header.split(",") if entry.strip()]
+    entries = [entry for entry in entries if len(entry) <= _LONG_ENTRY]
+    # The newest entries are at the front (a vendor moves its own to the left).
+    while entries and len(",".join(entries)) > TRACESTATE_LIMIT:
+        entries.pop()
+    return ",".join(entries) or None
 
 
 class Otel:
@@ -48,27 +80,38 @@ class Otel:
         self.propagator = propagator  # W3C Trace Context, whatever the host's propagators
         self.context = context  # the opentelemetry.context module
 
-    def traceparent(self) -> str | None:
-        """The current span's context as a W3C ``traceparent``; None without a valid span."""
+    def trace_context(self) -> TraceContext:
+        """The current span's context as W3C ``(traceparent, tracestate)``: both None
+        without a valid span, the tracestate None when the span carries none."""
         if not self.trace.get_current_span().get_span_context().is_valid:
-            return None
+            return NO_TRACE_CONTEXT
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier)
-        return carrier.get("traceparent")
+        return carrier.get("traceparent"), bounded_tracestate(carrier.get("tracestate"))
 
     def incoming(self, headers: Mapping[str, str]) -> Any:
         """The context to start a receipt's span in: the current one when the host already
         traces the request (its instrumentation read the headers), else the request's own
-        ``traceparent``. A malformed or absent one gives an empty context: a new trace."""
+        ``traceparent`` and ``tracestate``. A malformed or absent traceparent gives an empty
+        context: a new trace (a tracestate alone means nothing, and is dropped with it)."""
         if self.trace.get_current_span().get_span_context().is_valid:
             return None  # the current context
-        return self.propagator.extract({"traceparent": headers.get("traceparent", "")})
+        return self.propagator.extract(
+            {
+                "traceparent": headers.get("traceparent", ""),
+                "tracestate": headers.get("tracestate", ""),
+            }
+        )
 
-    def link(self, traceparent: str | None) -> list[Any]:
-        """A link to a stored ``traceparent`` (none when there is none, or it is unreadable)."""
+    def link(self, traceparent: str | None, tracestate: str | None = None) -> list[Any]:
+        """A link to a stored context, its tracestate included (no link when there is no
+        traceparent, or it is unreadable)."""
         if not traceparent:
             return []
-        context = self.propagator.extract({"traceparent": traceparent})
+        carrier = {"traceparent": traceparent}
+        if tracestate:
+            carrier["tracestate"] = tracestate
+        context = self.propagator.extract(carrier)
         span_context = self.trace.get_current_span(context).get_span_context()
         return [self.trace.Link(span_context)] if span_context.is_valid else []
 
@@ -112,10 +155,11 @@ def active() -> Otel | None:
     return _resolve(trace)
 
 
-def current_traceparent() -> str | None:
-    """The current span's ``traceparent`` for a new event's row; None when not tracing."""
+def current_trace_context() -> TraceContext:
+    """The current span's ``(traceparent, tracestate)`` for a new event's row; both None
+    when not tracing."""
     otel = active()
-    return None if otel is None else otel.traceparent()
+    return NO_TRACE_CONTEXT if otel is None else otel.trace_context()
 
 
 def trace_id_of(traceparent: str | None) -> str | None:

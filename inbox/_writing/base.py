@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypeVar,
 
 from inbox._core.errors import InboxError
 from inbox._core.logs import get_logger
-from inbox._core.tracing import current_traceparent
+from inbox._core.tracing import current_trace_context
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
     NotifyCoalescer,
@@ -178,7 +178,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
             notify_in_transaction=self._notify == "in_transaction"
             or (in_callers_txn and self._notify != "off"),
             # The span the write runs in (the receipt's, or the host's): handlers link to it.
-            traceparent=current_traceparent(),
+            trace_context=current_trace_context(),
         )
         return PlannedWrite(params, in_callers_txn)
 

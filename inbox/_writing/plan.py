@@ -13,6 +13,7 @@ from typing import Any, LiteralString
 
 from inbox._core.errors import InvalidWriteError
 from inbox._core.sql import load_queries
+from inbox._core.tracing import NO_TRACE_CONTEXT, TraceContext
 
 __all__ = [
     "NotifyCoalescer",
@@ -150,13 +151,16 @@ def _check_ordering(
 
 
 def prepare_write(
-    request: WriteRequest, *, notify_in_transaction: bool, traceparent: str | None = None
+    request: WriteRequest,
+    *,
+    notify_in_transaction: bool,
+    trace_context: TraceContext = NO_TRACE_CONTEXT,
 ) -> dict[str, Any]:
     """Validate a write and return the parameters of ``insert_event``.
 
     Every check runs before any SQL, so a refused write touches nothing. An ordered write
     (``ordering_key``) is ordered by ``order_at``, else by its arrival (the log's
-    ``received_at``). ``traceparent`` is the current span's context
+    ``received_at``). ``trace_context`` is the current span's ``(traceparent, tracestate)``
     (``inbox._core.tracing``), stored for the handlers' links.
     """
     # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
@@ -191,7 +195,8 @@ def prepare_write(
         "headers": Jsonb(_check_headers(request.headers, checked_source, checked_key)),
         "body": body,
         "body_sha256": hashlib.sha256(body).digest(),
-        "traceparent": traceparent,
+        "traceparent": trace_context[0],
+        "tracestate": trace_context[1],
         "notify": notify_in_transaction,
         "ordering_key": checked_ordering,
         "order_at": checked_order_at,
@@ -213,6 +218,7 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "order_ats": [w["order_at"] for w in writes],
         "on_deads": [w["on_dead"] for w in writes],
         "traceparents": [w["traceparent"] for w in writes],
+        "tracestates": [w["tracestate"] for w in writes],
     }
 
 

@@ -15,7 +15,7 @@ from starlette.responses import HTMLResponse
 from inbox._operations.term import human_duration
 from inbox.console._session import session_of
 
-__all__ = ["body_view", "render", "url_for"]
+__all__ = ["KIND_NAMES", "body_view", "render", "url_for"]
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("inbox.console", "templates"),
@@ -24,6 +24,15 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+# What the pages call each kind of audited action (``AuditKind``: a run's page, the audit,
+# an event's runs): one name per kind, here, so that no page names a run by another's kind.
+KIND_NAMES: dict[str, str] = {
+    "replay": "Replay run",
+    "dead-retry": "Dead-letter retry",
+    "dead-skip": "Dead-letter skip",
+    "prune": "Prune",
+}
 
 HEX_LIMIT = 64 * 1024  # bytes shown as hex on the page; the download has all of them
 
@@ -57,7 +66,12 @@ def _duration(value: timedelta | float | None) -> str:
     return human_duration(seconds)
 
 
-_ENV.filters.update(when=_when, ago=_ago, duration=_duration)
+def _kind_name(kind: str) -> str:
+    # A kind the database allows but this map lacks (a newer schema) shows as it is stored.
+    return KIND_NAMES.get(kind, kind)
+
+
+_ENV.filters.update(when=_when, ago=_ago, duration=_duration, kind_name=_kind_name)
 
 
 def hex_dump(data: bytes) -> str:

@@ -6,8 +6,8 @@
 -- delivery here too. A key committed by a concurrent writer while this statement waited on
 -- it is invisible to this statement's snapshot: it returns no row and the caller runs
 -- record_duplicate, which takes a new snapshot.
--- %(traceparent)s is the trace context of the span that wrote it (null: none), what the
--- handler spans link to.
+-- %(traceparent)s and %(tracestate)s are the W3C trace context of the span that wrote it
+-- (null: none, or no tracestate), what the handler spans link to.
 -- With %(notify)s true, a new event also sends the wake-up NOTIFY inside this transaction.
 -- PostgreSQL takes a database-wide lock to queue notifications at commit, which serialises
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
@@ -18,14 +18,14 @@
 with inserted as (
     insert into inbox_events
         (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead, traceparent)
+         ordering_key, order_at, on_dead, traceparent, tracestate)
     values
         (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s,
          %(ordering_key)s::text,
          case when %(ordering_key)s::text is not null
               then coalesce(%(order_at)s::timestamptz, now()) end,
          %(on_dead)s::text,
-         %(traceparent)s)
+         %(traceparent)s, %(tracestate)s)
     on conflict (source, idempotency_key) do nothing
     returning id
 ),
@@ -88,10 +88,11 @@ input as (
         %(ordering_keys)b::text[],
         %(order_ats)b::timestamptz[],
         %(on_deads)b::text[],
-        %(traceparents)b::text[]
+        %(traceparents)b::text[],
+        %(tracestates)b::text[]
     ) with ordinality
         as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-             ordering_key, given_order_at, on_dead, traceparent, n)
+             ordering_key, given_order_at, on_dead, traceparent, tracestate, n)
     cross join wait_briefly
 ),
 ordered as (
@@ -104,9 +105,9 @@ ordered as (
 inserted as (
     insert into inbox_events
         (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead, traceparent)
+         ordering_key, order_at, on_dead, traceparent, tracestate)
     select source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-           ordering_key, order_at, on_dead, traceparent
+           ordering_key, order_at, on_dead, traceparent, tracestate
     from ordered
     order by source, idempotency_key
     on conflict (source, idempotency_key) do nothing

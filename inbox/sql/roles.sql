@@ -42,22 +42,22 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 -- The internet-facing part appends and nothing else. It reads back only what the duplicate
 -- path compares (the key and the body's hash, never a body or headers): insert_event's
 -- ON CONFLICT and RETURNING, and record_duplicate's lookup. Identity columns are filled
--- by the table's own sequence, which needs no grant of its own. traceparent is the receipt
--- span's context, written with the event (never read back here).
+-- by the table's own sequence, which needs no grant of its own. traceparent and tracestate
+-- are the receipt span's context, written with the event (never read back here).
 grant select (id, source, idempotency_key, body_sha256) on {schema}.inbox_events to {receiver};
 -- An ordered source's events also carry their ordering key, timestamp and policy.
 grant insert (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-              ordering_key, order_at, on_dead, traceparent)
+              ordering_key, order_at, on_dead, traceparent, tracestate)
     on {schema}.inbox_events to {receiver};
 grant insert (event_id, source, ordering_key, order_at, on_dead)
     on {schema}.inbox_work to {receiver};
 grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver}
 
 -- name: worker
--- Reads events (traceparent included: a handler's span links to its receipt); claims (FOR
--- UPDATE), settles (deletes or reschedules) work; appends attempts; keeps the claim
--- counters that spot a crashed worker. The queue gauges of its /metrics read inbox_work and
--- inbox_events too (processors' queue_gauges).
+-- Reads events (their trace context included: a handler's span links to its receipt);
+-- claims (FOR UPDATE), settles (deletes or reschedules) work; appends attempts; keeps the
+-- claim counters that spot a crashed worker. The queue gauges of its /metrics read
+-- inbox_work and inbox_events too (processors' queue_gauges).
 grant select on {schema}.inbox_events, {schema}.inbox_attempts to {worker};
 grant select, update, delete on {schema}.inbox_work to {worker};
 grant select, insert, update, delete on {schema}.inbox_claims to {worker};

@@ -22,11 +22,12 @@
 -- any short batch, which finds what its resumed scans passed by.
 -- (An ordered follower the walk passed while its head was in flight is such a row: it is
 -- taken by the next scan from the start, within a second.)
--- traceparent is the receipt's trace context, which each handler run's span links to.
+-- traceparent and tracestate are the receipt's trace context, which each handler run's
+-- span links to.
 -- The last two columns are the last row's position, where the next claim may resume.
 select w.event_id, w.attempts, w.replay_id, 0 as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       w.ordering_key, e.traceparent, w.priority, w.run_at
+       w.ordering_key, e.traceparent, e.tracestate, w.priority, w.run_at
 from (
     select event_id, attempts, replay_id, priority, run_at, ordering_key
     from inbox_work
@@ -74,7 +75,7 @@ order by w.priority, w.run_at, w.event_id
 -- suspect only when they scan the queue from its start (processors._store.ClaimCursor).
 select s.event_id, s.attempts, s.replay_id, s.crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
-       s.ordering_key, e.traceparent
+       s.ordering_key, e.traceparent, e.tracestate
 from (
     select w.event_id, w.attempts, w.replay_id, c.claims as crashes, w.ordering_key
     from inbox_claims c

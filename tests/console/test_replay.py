@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from tests._wait import rows, scalar
 from tests.console._seed import PAGING_COUNT, Seeded, settle
-from tests.console.conftest import OPERATOR, csrf_of, sign_in
+from tests.console.conftest import OPERATOR, VIEWER, csrf_of, sign_in
 
 
 def _number(html: str, element_id: str) -> int:
@@ -66,6 +66,8 @@ def test_replay_by_filter_end_to_end(client: TestClient, seeded_db: Seeded) -> N
     assert (selected, queued) == (PAGING_COUNT + 1, PAGING_COUNT)
 
     progress = client.get(run_url).text
+    assert f"<title>Replay run #{run_id} · pg-inbox console</title>" in progress
+    assert f"<h1>Replay run #{run_id}</h1>" in progress
     assert 'id="replay-run"' in progress
     assert _number(progress, "run-pending") == PAGING_COUNT
     assert _number(progress, "run-processed") == 0
@@ -81,13 +83,13 @@ def test_replay_by_filter_end_to_end(client: TestClient, seeded_db: Seeded) -> N
     audit = client.get("/audit").text
     [row] = re.findall(r'<tr class="audit-row">(.*?)</tr>', audit, re.S)
     assert '<td class="audit-who">olga</td>' in row
-    assert f">replay #{run_id}</a>" in row
+    assert f">Replay run #{run_id}</a>" in row
     assert '<td class="audit-reason">fix #412</td>' in row
     assert '<td class="audit-via">console</td>' in row
 
     detail = client.get(f"/events/{seeded_db.paging_ids[0]}").text
     replays = detail.split('<section id="replays">', 1)[1].split("</section>", 1)[0]
-    assert f"Replay #{run_id}</a>" in replays
+    assert f"Replay run #{run_id}</a>" in replays
     assert "fix #412" in replays
     assert _replayed_ids(client) == sorted(seeded_db.paging_ids, reverse=True)
 
@@ -164,7 +166,10 @@ def test_retry_dead_letters_with_a_reason(client: TestClient, seeded_db: Seeded)
     )
     assert (kind, who, via, selected) == ("dead-retry", "olga", "console", 3)
     run_url = started.headers["location"]
-    assert _number(client.get(run_url).text, "run-pending") == 3
+    run_page = client.get(run_url).text
+    assert _number(run_page, "run-pending") == 3
+    assert "<title>Dead-letter retry #" in run_page
+    assert "<h1>Dead-letter retry #" in run_page
 
     settle(seeded_db.url)  # the handler still fails: dead again after two attempts
     done = client.get(run_url).text
@@ -172,5 +177,47 @@ def test_retry_dead_letters_with_a_reason(client: TestClient, seeded_db: Seeded)
     assert _number(done, "run-processed") == 0
     assert _number(done, "run-pending") == 0
     audit = client.get("/audit").text
-    assert ">dead-retry #" in audit
+    assert ">Dead-letter retry #" in audit
     assert '<td class="audit-who">olga</td>' in audit
+
+
+def test_a_dead_letter_skip_has_a_page_of_its_own(client: TestClient, seeded_db: Seeded) -> None:
+    """A skip (``inbox dead skip``) is audited as a run, and its page must say what it was
+    and did: no handler ran, so it has no progress, only the ids it was given, how many of
+    them it skipped, who and why."""
+    from inbox.queries import skip_dead
+
+    dead, not_dead = seeded_db.dead_ids[0], seeded_db.pending_id
+    result = skip_dead(seeded_db.url, ids=[dead, not_dead], reason="bad data", actor="olga")
+    assert result.skipped == [dead]
+    sign_in(client, VIEWER)
+    page = client.get(f"/replay/runs/{result.skip_id}")
+    assert page.status_code == 200
+    html = page.text
+    assert f"<title>Dead-letter skip #{result.skip_id} · pg-inbox console</title>" in html
+    assert f"<h1>Dead-letter skip #{result.skip_id}</h1>" in html
+    assert "Replay run" not in html
+    assert _number(html, "run-skipped") == 1
+    assert "of 2</span>" in html  # skipped 1 of the 2 ids it was given
+    assert 'class="run-who">olga (via api)' in html
+    assert '<dd class="run-reason">bad data</dd>' in html
+    ids = html.split('id="run-ids">', 1)[1].split("</dd>", 1)[0]
+    assert re.findall(r'href="/events/(\d+)"', ids) == [str(dead), str(not_dead)]
+    assert 'id="run-processed"' not in html  # no handler ran: nothing to count as processed
+    assert "Finished" in html
+
+    audit = client.get("/audit").text
+    assert f">Dead-letter skip #{result.skip_id}</a>" in audit
+    detail = client.get(f"/events/{dead}").text
+    runs = detail.split('<section id="replays">', 1)[1].split("</section>", 1)[0]
+    assert f">Dead-letter skip #{result.skip_id}</a>" in runs
+
+
+def test_every_audited_kind_has_one_name() -> None:
+    from typing import get_args
+
+    from inbox._operations.records import AuditKind
+    from inbox.console._render import KIND_NAMES
+
+    assert set(KIND_NAMES) == set(get_args(AuditKind))
+    assert len(set(KIND_NAMES.values())) == len(KIND_NAMES)

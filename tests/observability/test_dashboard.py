@@ -130,8 +130,8 @@ def test_the_check_catches_a_name_or_a_label_the_code_does_not_export(
     assert _check("rate(inbox_receiver_requests[5m])", exported) == [
         "inbox_receiver_requests is not exported"
     ]
-    assert _check('inbox_attempts_total{source="x"}', exported) == [
-        "inbox_attempts_total has no label 'source'"
+    assert _check('inbox_attempts_total{state="x"}', exported) == [
+        "inbox_attempts_total has no label 'state'"
     ]
     assert _check("sum by (state) (inbox_batches_total)", exported)
 

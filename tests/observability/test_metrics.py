@@ -124,8 +124,8 @@ def test_the_receiver_and_the_worker_export_the_new_series(
     assert value(samples, "inbox_queue_events", source="sw", state="pending") == 0
     assert value(samples, "inbox_queue_events", source="sw", state="retrying") == 0
     assert value(samples, "inbox_queue_oldest_pending_seconds", source="sw") == 0
-    assert value(samples, "inbox_attempts_total", outcome="processed") == 1
-    assert value(samples, "inbox_attempts_total", outcome="dead") == 1
+    assert value(samples, "inbox_attempts_total", source="sw", outcome="processed") == 1
+    assert value(samples, "inbox_attempts_total", source="sw", outcome="dead") == 1
     batches = value(samples, "inbox_batches_total") or 0
     assert batches >= 1
     assert value(samples, "inbox_batch_size_count") == batches

@@ -26,6 +26,7 @@ from tests.processors._support import run_until_empty
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 INCOMING_SPAN = "00f067aa0ba902b7"
+INCOMING_STATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
 
 
 @pytest.fixture
@@ -62,6 +63,11 @@ def stored_traceparent(db_url: str, event_id: int) -> str | None:
     return None if value is None else str(value)
 
 
+def stored_tracestate(db_url: str, event_id: int) -> str | None:
+    value = scalar(db_url, "select tracestate from inbox_events where id = %s", [event_id])
+    return None if value is None else str(value)
+
+
 def drain(db_url: str, router: Router) -> None:
     run_until_empty(db_url, router, what="an empty queue")
 
@@ -90,6 +96,7 @@ def test_a_webhook_gives_a_receipt_span_and_a_handler_span_linked_through_the_ev
     assert receipt.attributes["messaging.pg_inbox.outcome"] == "accepted"
     assert receipt.attributes["http.response.status_code"] == 200
     assert stored_traceparent(db_url, event_id) == traceparent_of(receipt)
+    assert stored_tracestate(db_url, event_id) is None  # the receipt's span carries none
     # An operator finds the trace from the event (`inbox events show`, the console).
     assert queries.event(db_url, event_id).trace_id == f"{receipt.context.trace_id:032x}"
 
@@ -104,6 +111,7 @@ def test_a_webhook_gives_a_receipt_span_and_a_handler_span_linked_through_the_ev
     drain(db_url, router)
     handled = spans.one("process sw")
     assert_linked_to(handled, receipt)
+    assert not handled.links[0].context.trace_state
     assert handled.attributes is not None
     assert handled.attributes["messaging.operation.type"] == "process"
     assert handled.attributes["messaging.message.id"] == str(event_id)
@@ -207,6 +215,65 @@ def test_an_incoming_traceparent_is_continued(
     stored = stored_traceparent(db_url, event_id)
     assert stored == traceparent_of(receipt)
     assert stored.split("-")[1] == INCOMING_TRACE
+
+
+def test_an_incoming_tracestate_goes_with_its_trace_to_the_handlers_link(
+    spans: Spans, settings: Settings, receiver: str, db_url: str
+) -> None:
+    # W3C Trace Context: a propagator passes tracestate on with traceparent; the vendors'
+    # entries in it belong to that trace, so the link back to the receipt carries them.
+    incoming = f"00-{INCOMING_TRACE}-{INCOMING_SPAN}-01"
+    extra = {"traceparent": incoming, "tracestate": INCOMING_STATE}
+    event_id = post(receiver, settings, extra=extra)["event_id"]
+    receipt = spans.one("receive sw")
+    assert receipt.context.trace_state.to_header() == INCOMING_STATE
+    assert stored_traceparent(db_url, event_id) == traceparent_of(receipt)
+    assert stored_tracestate(db_url, event_id) == INCOMING_STATE
+
+    router = Router()
+
+    @router.on("sw", "*")
+    async def handle(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("select 1")
+
+    drain(db_url, router)
+    handled = spans.one("process sw")
+    assert_linked_to(handled, receipt)
+    [link] = handled.links
+    assert link.context.trace_state.to_header() == INCOMING_STATE
+    # The handler's own trace is a new one: the receipt's vendors' state is not its own.
+    assert not handled.context.trace_state
+
+
+@pytest.mark.parametrize(
+    ("traceparent", "tracestate", "continued"),
+    [
+        (f"00-{INCOMING_TRACE}-{INCOMING_SPAN}-01", "not a tracestate", True),
+        (f"00-{INCOMING_TRACE}-{INCOMING_SPAN}-01", "rojo=1,rojo=2", True),  # a key twice
+        (None, INCOMING_STATE, False),  # a state of no trace
+        ("not a traceparent", INCOMING_STATE, False),
+    ],
+    ids=["malformed", "duplicate-key", "no-traceparent", "bad-traceparent"],
+)
+def test_a_tracestate_that_means_nothing_is_dropped_and_the_delivery_accepted(
+    spans: Spans,
+    settings: Settings,
+    receiver: str,
+    db_url: str,
+    traceparent: str | None,
+    tracestate: str,
+    continued: bool,
+) -> None:
+    extra = {"tracestate": tracestate}
+    if traceparent is not None:
+        extra["traceparent"] = traceparent
+    reply = post(receiver, settings, extra=extra)
+    assert reply["status"] == "accepted"
+    receipt = spans.one("receive sw")
+    assert (f"{receipt.context.trace_id:032x}" == INCOMING_TRACE) is continued
+    assert not receipt.context.trace_state
+    assert stored_traceparent(db_url, reply["event_id"]) == traceparent_of(receipt)
+    assert stored_tracestate(db_url, reply["event_id"]) is None
 
 
 @pytest.mark.parametrize(

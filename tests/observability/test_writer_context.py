@@ -14,7 +14,7 @@ from opentelemetry import trace
 
 from inbox import AsyncInboxWriter, InboxWriter
 from tests._commands import environment, run_python
-from tests._spans import Spans, traceparent_of
+from tests._spans import Spans, in_vendors_trace, traceparent_of
 from tests._wait import scalar
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,6 +24,11 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 def stored(db_url: str, event_id: int) -> str | None:
     value = scalar(db_url, "select traceparent from inbox_events where id = %s", [event_id])
+    return None if value is None else str(value)
+
+
+def stored_state(db_url: str, event_id: int) -> str | None:
+    value = scalar(db_url, "select tracestate from inbox_events where id = %s", [event_id])
     return None if value is None else str(value)
 
 
@@ -38,6 +43,71 @@ def test_the_sync_writer_stores_the_hosts_current_span(spans: Spans, db_url: str
     assert stored(db_url, traced) == traceparent_of(span)
     assert stored(db_url, untraced) is None
     assert stored(db_url, joined) == traceparent_of(in_txn)
+
+
+def test_the_writers_store_the_hosts_tracestate_with_its_traceparent(
+    spans: Spans, db_url: str
+) -> None:
+    tracer = trace.get_tracer("a host")
+    context = in_vendors_trace(("congo", "t61rcWkgMzE"), ("rojo", "00f067aa0ba902b7"))
+
+    async def write_async() -> tuple[int, str]:
+        async with AsyncInboxWriter(db_url) as writer:
+            with tracer.start_as_current_span("async checkout", context=context) as span:
+                return (await writer.write("shop", "async", b"{}")).event_id, traceparent_of(span)
+
+    with (
+        InboxWriter(db_url) as writer,
+        tracer.start_as_current_span("checkout", context=context) as span,
+    ):
+        written = [(writer.write("shop", "sync", b"{}").event_id, traceparent_of(span))]
+    written.append(anyio.run(write_async))
+    for event_id, traceparent in written:
+        assert stored(db_url, event_id) == traceparent
+        assert stored_state(db_url, event_id) == "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+
+
+def test_a_tracestate_longer_than_w3c_asks_to_pass_on_is_cut_as_it_says(
+    spans: Spans, db_url: str
+) -> None:
+    # 200 characters: over 128, so the first to go; then 15 entries of 43, and entries go
+    # from the end until the rest fits in 512: 11 of them (483 characters).
+    long = ("big", "x" * 196)
+    short = [(f"k{n:02}", "v" * 39) for n in range(15)]
+    with (
+        InboxWriter(db_url) as writer,
+        trace.get_tracer("a host").start_as_current_span(
+            "checkout", context=in_vendors_trace(long, *short)
+        ),
+    ):
+        event_id = writer.write("shop", "k1", b"{}").event_id
+    kept = ",".join(f"{key}={value}" for key, value in short[:11])
+    assert len(kept) == 483
+    assert stored_state(db_url, event_id) == kept
+
+
+# 9 entries of 64 characters: 584 with their commas; the first 7 fit in 512 (454).
+NINE = [f"k{n:03}=" + "v" * 59 for n in range(9)]
+
+
+@pytest.mark.parametrize(
+    ("header", "bounded"),
+    [
+        (None, None),
+        ("", None),
+        ("a=1", "a=1"),
+        ("a=" + "x" * 510, "a=" + "x" * 510),  # 512: kept whole, long entry or not
+        ("a=" + "x" * 511, None),  # one entry, too long: nothing is left
+        ("a=1,b=" + "x" * 600 + ",c=3", "a=1,c=3"),  # the long one goes first
+        (",".join(NINE), ",".join(NINE[:7])),
+    ],
+    ids=["none", "empty", "short", "at-the-limit", "one-too-long", "long-entry", "from-the-end"],
+)
+def test_bounded_tracestate(header: str | None, bounded: str | None) -> None:
+    from inbox._core.tracing import TRACESTATE_LIMIT, bounded_tracestate
+
+    assert bounded_tracestate(header) == bounded
+    assert len(bounded_tracestate(header) or "") <= TRACESTATE_LIMIT
 
 
 def test_the_async_writer_stores_each_writes_own_span_in_a_group(spans: Spans, db_url: str) -> None:

@@ -118,7 +118,9 @@ def test_a_timeout_inside_the_pipeline_is_charged_and_the_connection_kept(
     # nothing released to wait for a later batch.
     assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
     assert metrics.registry.get_sample_value("inbox_worker_reconnects_total") in (None, 0.0)
-    assert metrics.registry.get_sample_value("inbox_attempts_total", {"outcome": "released"}) in (
+    assert metrics.registry.get_sample_value(
+        "inbox_attempts_total", {"source": "shop", "outcome": "released"}
+    ) in (
         None,
         0.0,
     )

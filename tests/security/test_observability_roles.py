@@ -9,8 +9,8 @@ from opentelemetry import trace
 
 from inbox import InboxWriter
 from processors import WorkerMetrics
-from tests._spans import Spans, traceparent_of
-from tests._wait import scalar
+from tests._spans import Spans, in_vendors_trace, traceparent_of
+from tests._wait import rows
 from tests.processors._support import write_events
 from tests.security.conftest import Roles
 
@@ -20,11 +20,15 @@ def test_the_receiver_role_stores_the_trace_context(
 ) -> None:
     with (
         InboxWriter(roles.url("receiver")) as writer,
-        trace.get_tracer("a host").start_as_current_span("request") as span,
+        trace.get_tracer("a host").start_as_current_span(
+            "request", context=in_vendors_trace(("rojo", "00f067aa0ba902b7"))
+        ) as span,
     ):
         event_id = writer.write("shop", "k1", b"{}").event_id
-    stored = scalar(db_url, "select traceparent from inbox_events where id = %s", [event_id])
-    assert stored == traceparent_of(span)
+    stored = rows(
+        db_url, "select traceparent, tracestate from inbox_events where id = %s", [event_id]
+    )
+    assert stored == [(traceparent_of(span), "rojo=00f067aa0ba902b7")]
 
 
 def test_the_worker_role_reads_the_queue_gauges(db_url: str, roles: Roles) -> None:
