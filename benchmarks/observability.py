@@ -54,7 +54,10 @@ event = Event.model_construct(
     body=b"{}", attempt=1, is_replay=False, replay_id=None,
 )
 item = ClaimedEvent(
-    Claimed(1, 0, 0, None), event, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    Claimed(1, 0, 0, None),
+    event,
+    traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    tracestate="vendor=value",
 )
 def handler_run():
     with handler_span(item, "h"):
