@@ -266,9 +266,9 @@ def drain(
                     note = f"worker exited {dead}"
                     break
                 # The count scans the whole table, dead rows included: every --poll-ms, it
-                # took a core's fifth from a 1,000,000-row drain on 2 cores (and nothing
-                # from a small one). Spaced out to keep its share under 1/POLL_SHARE, the
-                # end stays within a poll's share of the drain's span.
+                # slowed a 1,000,000-row drain on 2 cores by a quarter (and a small one not at
+                # all). Spaced out to keep its share under 1/POLL_SHARE, the end stays
+                # within a poll's share of the drain's span.
                 time.sleep(max(env.poll, POLL_SHARE * polled))
             done_at = time.monotonic()
         finally:

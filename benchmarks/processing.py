@@ -20,8 +20,8 @@ benchmark measures). Peers: their own bulk-enqueue APIs (``Queries.enqueue`` wit
 ``Task.batch_defer_async``) and worker APIs (``QueueManager.run``, ``App.run_worker_async``)
 with a no-op job. Every database is ANALYZEd after the load. The driver polls the number of
 unfinished rows every --poll-ms, or after 50 times as long as its count took when that is
-longer (a count scans the table: polled every 50 ms it would take a fifth of a core from a
-large drain and almost nothing from a small one); the clock starts at the first poll that
+longer (a count scans the table: polled every 50 ms it slowed a 1,000,000-event drain by a
+quarter and a small one not at all); the clock starts at the first poll that
 sees fewer rows than the backlog (so interpreter start, imports and connecting are
 excluded; so is the first batch's work, which is why the rate is counted over the rows
 finished after that poll) and stops at the first poll that sees none. "start→empty" is the

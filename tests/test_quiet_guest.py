@@ -1,5 +1,6 @@
 """A library is a quiet guest: inside a host that configured no logging, inbox prints nothing;
-once the host configures ``logging``, inbox's records arrive through it."""
+once the host configures ``logging``, inbox's records arrive through it; the host's garbage
+collector settings stay the host's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import textwrap
 
 HOST = textwrap.dedent(
     """
-    import logging, sys
+    import gc, logging, sys
+    thresholds = gc.get_threshold()
     if sys.argv[1] == "logging":
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
     from starlette.testclient import TestClient
@@ -23,6 +25,8 @@ HOST = textwrap.dedent(
         reply = client.post("/webhooks/open", content=b'{"id": "evt_1"}',
                             headers={"content-type": "application/json"})
         assert reply.status_code == 200, reply.text
+    # The collector's settings are the host's: only `inbox serve`'s own process tunes them.
+    assert gc.get_threshold() == thresholds, gc.get_threshold()
     """
 )
 
