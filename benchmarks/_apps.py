@@ -3,6 +3,10 @@
 - ``noop``: returns at once (the queue's own cost per event);
 - ``business``: one business INSERT through the claim transaction's connection, so it commits
   atomically with the settle (the idempotent-consumer pattern the product exists for);
+- ``business_batch``: the same rows from a batch handler (``Router.on_batch``): one INSERT
+  from ``unnest`` of the claimed batch's event ids, in the same transaction (an
+  ``executemany`` of the rows cost ~30 us of worker CPU a row in psycopg against ~7 for
+  one statement, 64 rows a batch, measured);
 - ``latency``: appends ``key <time.time()>`` to the file named by ``INBOX_BENCH_RECORD`` when
   the handler starts, one write(2) per event (for the wake-latency figure).
 """
@@ -26,6 +30,7 @@ create table bench_business (
 
 noop = Router()
 business = Router()
+business_batch = Router()
 latency = Router()
 
 
@@ -38,6 +43,15 @@ async def nothing(event: Event, conn: Any) -> None:
 async def record_payment(event: Event, conn: Any) -> None:
     await conn.execute(
         "insert into bench_business (event_id, amount) values (%s, %s)", [event.id, 4200]
+    )
+
+
+@business_batch.on_batch("*")
+async def record_payments(events: list[Event], conn: Any) -> None:
+    await conn.execute(
+        "insert into bench_business (event_id, amount)"
+        " select event_id, 4200 from unnest(%s::bigint[]) as event_id",
+        [[event.id for event in events]],
     )
 
 

@@ -31,11 +31,19 @@ PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"
 # --- the systems ----------------------------------------------------------------------------
 
 
+# pg-inbox's systems: the benchmarks._apps router each runs.
+INBOX_APPS = {"inbox-noop": "noop", "inbox-business": "business", "inbox-batch": "business_batch"}
+# Those whose every event writes one bench_business row.
+INBOX_BUSINESS = ("inbox-business", "inbox-batch")
+
+
 @dataclass(frozen=True)
 class System:
     """One thing that drains a queue: pg-inbox with a handler, or a peer configuration."""
 
-    name: str  # inbox-noop | inbox-business | pgqueuer-psycopg | pgqueuer-asyncpg | procrastinate
+    # inbox-noop | inbox-business | inbox-batch | pgqueuer-psycopg | pgqueuer-asyncpg |
+    # procrastinate
+    name: str
     batch_size: int = 0  # pgqueuer batch_size
     concurrency: int = 1  # pg-inbox --concurrency; procrastinate concurrency; pgq max tasks
     pool: int = 0  # PGQueuer: >0 = its job does the business INSERT through an asyncpg pool
@@ -43,7 +51,7 @@ class System:
     @property
     def business(self) -> bool:
         """Each event/job writes one bench_business row."""
-        return self.name == "inbox-business" or self.pool > 0
+        return self.name in INBOX_BUSINESS or self.pool > 0
 
     @property
     def family(self) -> str:
@@ -62,8 +70,10 @@ class System:
     def _labels(self) -> tuple[str, str]:
         c = self.concurrency
         if self.family == "inbox":
-            noop = self.name == "inbox-noop"
-            handler, kind = ("no-op", "no-op") if noop else ("1 business INSERT", "business")
+            handler, kind = {
+                "inbox-noop": ("no-op", "no-op"),
+                "inbox-batch": ("business rows by a batch handler's one INSERT", "batch"),
+            }.get(self.name, ("1 business INSERT", "business"))
             return f"pg-inbox, {handler} (--concurrency {c})", f"pg-inbox {kind} c={c}"
         if self.family == "pgqueuer":
             driver, batch = self.name.split("-")[1], self.batch_size
@@ -113,7 +123,7 @@ class Env:
 
 def worker_command(env: Env, system: System, url: str, record: str | None = None) -> list[str]:
     if system.family == "inbox":
-        app = {"inbox-noop": "noop", "inbox-business": "business"}.get(system.name, "noop")
+        app = INBOX_APPS.get(system.name, "noop")
         if record:
             app = "latency"
         return [
@@ -306,7 +316,7 @@ def check_inbox_result(url: str, system: System, backlog: int) -> str:
     wrong = []
     if attempts != backlog:
         wrong.append(f"attempts={attempts}")
-    if system.name == "inbox-business" and business != backlog:
+    if system.business and business != backlog:
         wrong.append(f"business rows={business}")
     return ", ".join(wrong)
 

@@ -60,7 +60,7 @@ item = ClaimedEvent(
     tracestate="vendor=value",
 )
 def handler_run():
-    with handler_span(item, "h"):
+    with handler_span([item], "h"):
         pass
 number = 20000
 for name, hook in (("handler span", handler_run), ("stored context", current_trace_context)):

@@ -108,12 +108,15 @@ def goal_ratios(group: list[Cell]) -> list[tuple[str, Cell, Cell]]:
     each side at its best configuration measured."""
     ours_b = _best(group, lambda s: s.name == "inbox-business")
     ours_n = _best(group, lambda s: s.name == "inbox-noop")
+    ours_batch = _best(group, lambda s: s.name == "inbox-batch")
     pgq_b = _best(group, lambda s: s.family == "pgqueuer" and s.business)
     pgq_n = _best(group, lambda s: s.family == "pgqueuer" and not s.business)
     pairs = [
         ("pg-inbox business ÷ PGQueuer with the same INSERT", ours_b, pgq_b),
         ("pg-inbox business ÷ PGQueuer no-op", ours_b, pgq_n),
         ("pg-inbox no-op ÷ PGQueuer no-op", ours_n, pgq_n),
+        ("pg-inbox batch handler ÷ PGQueuer with the same INSERT", ours_batch, pgq_b),
+        ("pg-inbox batch handler ÷ PGQueuer no-op", ours_batch, pgq_n),
     ]
     return [(what, a, b) for what, a, b in pairs if a is not None and b is not None]
 

@@ -15,6 +15,11 @@ is charged to the handler whose statement it is. A handler that reads waits for 
 a clean sync is its own, as without a pipeline; a timeout in a pipeline may be a wait on
 another handler's statement, so it is treated like a server error.
 
+A batch handler (``Router.on_batch``) is called once in the shared pass with every event of
+the batch routed to it from one source. Its failure belongs to no one event: the pass is
+undone like a pipeline's failure, and in the isolated re-run it is called once per event,
+where the failure is charged to the event that causes it.
+
 The result is a list of decisions; nothing here writes outcomes (the store does, in one
 statement) or commits (the worker does, once per batch).
 """
@@ -82,9 +87,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _left_aborted(handler: str) -> HandlerLeftTransactionAbortedError:
+    return HandlerLeftTransactionAbortedError(
+        f"handler {handler} returned, but a statement of its failed and it went on: the"
+        " transaction is aborted (let database errors propagate)"
+    )
+
+
 class _Undo(Exception):
     """The shared savepoint must be undone: ``index``'s handler failed with ``decision``, or
-    (both None) a statement of the batch's pipeline failed and whose it was is not known."""
+    (both None) a statement of the batch's pipeline, or a batch handler, failed and which
+    event's doing it was is not known."""
 
     def __init__(
         self, index: int | None = None, decision: Decision | None = None, timeout: float = 0.0
@@ -205,11 +218,78 @@ class BatchRunner:
                     decisions[i] = decide_released(claimed, now=_now())
                 else:
                     isolated += not shared
-                    decisions[i] = await self._run_one(conn, sync_conn, item, i, pipe)
+                    route = self._router.resolve(item.event.source, item.event.type)
+                    if pipe is not None and route is not None and route.batch:
+                        members = self._members(batch, decisions, i, route)
+                        group = [batch[j] for j in members]
+                        ran = await self._run_group(conn, sync_conn, group, route, pipe)
+                        for j, decision in zip(members, ran, strict=True):
+                            decisions[j] = decision
+                    else:
+                        decisions[i] = await self._run_one(conn, sync_conn, item, i, route, pipe)
         finally:
             self._deadline.close()
         if pipe is not None and not await pipe.close():
             raise _Undo(timeout=pipe.longest_timeout)
+
+    def _members(
+        self,
+        batch: Sequence[ClaimedEvent],
+        decisions: list[Decision | None],
+        first: int,
+        route: Route,
+    ) -> list[int]:
+        """The events a batch handler's call takes, from ``first`` on: undecided, of
+        ``first``'s source, routed to ``route``, and not due to be dead as crashed."""
+        source = batch[first].event.source
+        members = [first]
+        for j in range(first + 1, len(batch)):
+            event = batch[j].event
+            if (
+                decisions[j] is None
+                and event.source == source
+                and batch[j].claimed.crashes < self._policy.max_crashes
+                and self._router.resolve(source, event.type) is route
+            ):
+                members.append(j)
+        return members
+
+    async def _run_group(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        sync_conn: psycopg.Connection[Any],
+        group: Sequence[ClaimedEvent],
+        route: Route,
+        pipe: BatchPipeline,
+    ) -> list[Decision]:
+        """One call of a batch handler in the shared savepoint. A failure is not charged
+        here: whose event caused it is not known, so the pass is undone and re-run isolated
+        (each event alone, which charges it)."""
+        timeout = route.timeout_seconds or self._timeout
+        if route.is_async:
+            await pipe.open(timeout)
+        elif not await pipe.close():
+            raise _Undo(timeout=pipe.longest_timeout)
+        started = _now()
+        try:
+            with handler_span(group, route.name):
+                await self._call(route, [item.event for item in group], conn, sync_conn)
+                if not route.is_async and (
+                    conn.pgconn.transaction_status == pq.TransactionStatus.INERROR
+                ):
+                    raise _left_aborted(route.name)
+        except Exception as exc:  # any handler failure undoes the pass
+            if route.is_async:
+                await pipe.close()
+            log.info(
+                "batch_handler_failed",
+                worker=self._worker,
+                handler=route.name,
+                events=len(group),
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            raise _Undo(timeout=max(timeout, pipe.longest_timeout)) from exc
+        return [self._decide(item, route.name, None, started) for item in group]
 
     async def _run_one(
         self,
@@ -217,13 +297,14 @@ class BatchRunner:
         sync_conn: psycopg.Connection[Any],
         item: ClaimedEvent,
         index: int,
+        route: Route | None,
         pipe: BatchPipeline | None,
     ) -> Decision:
-        """Run one event's handler: in the shared savepoint (``pipe``, whose pipeline carries
-        the async handlers' statements), or in a savepoint of its own (None)."""
+        """Run one event's handler (``route``'s, a batch handler's with a list of one): in
+        the shared savepoint (``pipe``, whose pipeline carries the async handlers'
+        statements), or in a savepoint of its own (None)."""
         shared = pipe is not None
         claimed, event = item.claimed, item.event
-        route = self._router.resolve(event.source, event.type)
         if route is None:
             reason = f"no handler routed for source {event.source!r}, type {event.type!r}"
             if self._policy.unrouted == "skip":
@@ -248,14 +329,11 @@ class BatchRunner:
             )
             self._event_savepoint_taken = True
         try:
-            with handler_span(item, route.name):
-                await self._call(route, event, conn, sync_conn)
+            with handler_span((item,), route.name):
+                await self._call(route, [event] if route.batch else event, conn, sync_conn)
                 # (In a pipeline the status is known at the sync: BatchPipeline.close checks it.)
                 if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
-                    raise HandlerLeftTransactionAbortedError(
-                        f"handler {route.name} returned, but a statement of its failed and it"
-                        " went on: the transaction is aborted (let database errors propagate)"
-                    )
+                    raise _left_aborted(route.name)
         except Exception as exc:  # noqa: BLE001 - any handler failure is an attempt's outcome
             error = exc
             if not shared:
@@ -325,11 +403,13 @@ class BatchRunner:
     async def _call(
         self,
         route: Route,
-        event: Event,
+        event: Event | list[Event],
         conn: psycopg.AsyncConnection[Any],
         sync_conn: psycopg.Connection[Any],
     ) -> None:
         timeout = route.timeout_seconds or self._timeout
+        # Which of the four kinds it is (async or not, one event or a list) the route says.
+        handler: Any = route.handler
         if route.is_async:
             # An asyncio cancellation, not an anyio cancel scope: asyncio cancels once,
             # which lets psycopg cancel the running query on the server and keep the
@@ -338,7 +418,7 @@ class BatchRunner:
             # asyncio only anyway.
             try:
                 with self._deadline.running(timeout):
-                    await route.handler(event, conn)  # type: ignore[misc]  # is_async checked
+                    await handler(event, conn)
             except HandlerDeadline.Expired as exc:
                 raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from exc
             return
@@ -362,7 +442,7 @@ class BatchRunner:
         timer.daemon = True
         timer.start()
         try:
-            await anyio.to_thread.run_sync(route.handler, event, sync_conn)
+            await anyio.to_thread.run_sync(handler, event, sync_conn)
         except Exception:
             if timed_out.is_set():
                 raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from None

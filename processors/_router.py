@@ -1,4 +1,5 @@
-"""Which handler runs for an event: ``@router.on(source, event_type_glob)``.
+"""Which handler runs for an event: ``@router.on(source, event_type_glob)``, or
+``@router.on_batch(...)`` for a handler that takes a claimed batch's events together.
 
 The most specific match wins: an exact type over a glob over ``"*"`` (a glob with more
 literal characters over one with fewer), and an exact source over ``"*"``.
@@ -14,11 +15,14 @@ from typing import Any
 
 from processors._event import Event
 
-__all__ = ["Handler", "Route", "Router"]
+__all__ = ["BatchHandler", "Handler", "Route", "Router"]
 
 AsyncHandler = Callable[[Event, Any], Awaitable[None]]
 SyncHandler = Callable[[Event, Any], None]
 Handler = AsyncHandler | SyncHandler
+AsyncBatchHandler = Callable[[list[Event], Any], Awaitable[None]]
+SyncBatchHandler = Callable[[list[Event], Any], None]
+BatchHandler = AsyncBatchHandler | SyncBatchHandler
 
 _WILDCARDS = set("*?[")
 # The (source, event type) answers a router keeps.
@@ -29,9 +33,11 @@ _RESOLVED = 1024
 class Route:
     source: str
     event_type: str
-    handler: Handler
+    handler: Handler | BatchHandler
     is_async: bool
     timeout_seconds: float | None
+    # The handler takes a list of events (on_batch), not one.
+    batch: bool = False
     # The handler's dotted name, which every attempt records: made once, not per event.
     name: str = field(init=False)
 
@@ -75,35 +81,61 @@ class Router:
         plain ``def`` handlers get a sync ``psycopg.Connection`` in the same transaction and
         run in a worker thread. ``timeout_seconds`` overrides the worker's handler deadline.
         """
+        return self._register(source, event_type, timeout_seconds, batch=False)
+
+    def on_batch(
+        self, source: str, event_type: str = "*", *, timeout_seconds: float | None = None
+    ) -> Callable[[BatchHandler], BatchHandler]:
+        """Register the decorated function to take, in one call, every event of a claimed
+        batch that routes to it and comes from one source, as a list in claim order: for
+        set-based business writes (one ``executemany`` or ``unnest`` insert for the batch
+        instead of a statement per event).
+
+        It runs in the claim transaction like an ``on`` handler (async or sync, the same
+        connections). If it raises, the batch's writes are undone and it is called again
+        once per event, each in a savepoint of its own, so the failure (or ``Retry``) is
+        charged to the event that causes it and the others commit once: it must decide
+        each event on its own merits, as the same call with a list of one. An ordered
+        source's list holds at most one event per key (a claim takes only keys' heads).
+        ``timeout_seconds`` bounds the whole call.
+        """
+        return self._register(source, event_type, timeout_seconds, batch=True)
+
+    def _register(
+        self, source: str, event_type: str, timeout_seconds: float | None, *, batch: bool
+    ) -> Callable[[Any], Any]:
         if not source:
             raise ValueError("a route needs a source (or '*')")
 
-        def register(handler: Handler) -> Handler:
-            route = Route(
-                source=source,
-                event_type=event_type,
-                handler=handler,
-                is_async=inspect.iscoroutinefunction(handler),
-                timeout_seconds=timeout_seconds,
+        def register(handler: Any) -> Any:
+            self._add(
+                Route(
+                    source=source,
+                    event_type=event_type,
+                    handler=handler,
+                    is_async=inspect.iscoroutinefunction(handler),
+                    timeout_seconds=timeout_seconds,
+                    batch=batch,
+                )
             )
-            for existing in self._routes:
-                if (existing.source, existing.event_type) == (source, event_type):
-                    raise ValueError(
-                        f"{source}/{event_type} already routes to {existing.name};"
-                        f" cannot route it to {route.name} too"
-                    )
-            self._routes.append(route)
-            self._resolved.clear()
             return handler
 
         return register
 
+    def _add(self, route: Route) -> None:
+        for existing in self._routes:
+            if (existing.source, existing.event_type) == (route.source, route.event_type):
+                raise ValueError(
+                    f"{route.source}/{route.event_type} already routes to {existing.name};"
+                    f" cannot route it to {route.name} too"
+                )
+        self._routes.append(route)
+        self._resolved.clear()
+
     def include(self, other: Router) -> None:
         """Add every route of ``other`` (a clash of identical patterns is an error)."""
         for route in other._routes:
-            self.on(route.source, route.event_type, timeout_seconds=route.timeout_seconds)(
-                route.handler
-            )
+            self._add(route)
 
     def resolve(self, source: str, event_type: str | None) -> Route | None:
         """The most specific route for an event, or None when nothing matches."""

@@ -7,12 +7,14 @@ maybe many times after, the request that brought it, so parenting every attempt 
 under that request would stretch one trace over hours. Each retry and each replay is a span
 of its own, linked the same way. The span is current while the handler runs (a sync
 handler's thread inherits it), so a host that instruments psycopg sees the handler's
-statements as its children. Nothing happens unless the host set up an SDK.
+statements as its children. A batch handler's call (``Router.on_batch``) is one span
+that links to each of its events' receipts and counts them. Nothing happens unless the host
+set up an SDK.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, Otel, active
@@ -26,38 +28,45 @@ __all__ = ["handler_span"]
 _UNTRACED = nullcontext()
 
 
-def handler_span(item: ClaimedEvent, handler: str) -> AbstractContextManager[None]:
-    """Trace the handler run of ``item`` by ``handler``: errors and retries are recorded on
-    the span, and propagate unchanged."""
+def handler_span(items: Sequence[ClaimedEvent], handler: str) -> AbstractContextManager[None]:
+    """Trace one call of ``handler``, with the event of ``items`` (or, for a batch handler,
+    its events, all of one source): errors and retries are recorded on the span, and
+    propagate unchanged."""
     otel = active()
     if otel is None:
         return _UNTRACED
-    return _traced(otel, item, handler)
+    return _traced(otel, items, handler)
 
 
 @contextmanager
-def _traced(otel: Otel, item: ClaimedEvent, handler: str) -> Iterator[None]:
-    event = item.event
+def _traced(otel: Otel, items: Sequence[ClaimedEvent], handler: str) -> Iterator[None]:
+    event = items[0].event
     attributes: dict[str, str | int | bool] = {
         "messaging.system": MESSAGING_SYSTEM,
         "messaging.operation.type": "process",
         "messaging.operation.name": "process",
         "messaging.destination.name": event.source,
-        "messaging.message.id": str(event.id),
-        "messaging.message.body.size": len(event.body),
-        f"{ATTRIBUTE_PREFIX}attempt": event.attempt,
         f"{ATTRIBUTE_PREFIX}handler": handler,
-        f"{ATTRIBUTE_PREFIX}replay": event.is_replay,
     }
-    if event.type is not None:
-        attributes[f"{ATTRIBUTE_PREFIX}event_type"] = event.type
-    if event.replay_id is not None:
-        attributes[f"{ATTRIBUTE_PREFIX}replay_id"] = event.replay_id
+    if len(items) == 1:
+        attributes["messaging.message.id"] = str(event.id)
+        attributes["messaging.message.body.size"] = len(event.body)
+        attributes[f"{ATTRIBUTE_PREFIX}attempt"] = event.attempt
+        attributes[f"{ATTRIBUTE_PREFIX}replay"] = event.is_replay
+        if event.type is not None:
+            attributes[f"{ATTRIBUTE_PREFIX}event_type"] = event.type
+        if event.replay_id is not None:
+            attributes[f"{ATTRIBUTE_PREFIX}replay_id"] = event.replay_id
+    else:
+        # The messaging conventions' batch attribute; the events' own are on their links'
+        # receipts and in their attempts.
+        attributes["messaging.batch.message_count"] = len(items)
+    links = [link for item in items for link in otel.link(item.traceparent, item.tracestate)]
     with otel.tracer.start_as_current_span(
         f"process {event.source}",
         context=otel.root(),
         kind=otel.trace.SpanKind.CONSUMER,
-        links=otel.link(item.traceparent, item.tracestate),
+        links=links,
         attributes=attributes,
         # Recorded below: a Retry is a request, not an error.
         record_exception=False,

@@ -124,6 +124,35 @@ def test_a_webhook_gives_a_receipt_span_and_a_handler_span_linked_through_the_ev
     assert [context.span_id for context in seen] == [handled.context.span_id]
 
 
+def test_a_batch_handlers_call_is_one_span_linked_to_every_receipt(
+    spans: Spans, settings: Settings, receiver: str, db_url: str
+) -> None:
+    event_ids = [post(receiver, settings)["event_id"] for _ in range(3)]
+    receipts = {
+        int(span.attributes["messaging.message.id"]): span for span in spans.named("receive sw")
+    }  # type: ignore[index]
+    seen: list[Any] = []
+    router = Router()
+
+    @router.on_batch("sw")
+    async def handle_all(events: list[Event], conn: psycopg.AsyncConnection[Any]) -> None:
+        seen.append(trace.get_current_span().get_span_context())
+        await conn.execute("select 1")
+
+    drain(db_url, router)
+    handled = spans.one("process sw")
+    assert handled.kind == SpanKind.CONSUMER
+    assert handled.parent is None
+    assert [link.context.span_id for link in handled.links] == [
+        receipts[i].context.span_id for i in event_ids
+    ]
+    assert handled.attributes is not None
+    assert handled.attributes["messaging.batch.message_count"] == 3
+    assert "messaging.message.id" not in handled.attributes
+    assert handled.attributes["messaging.pg_inbox.outcome"] == "processed"
+    assert [context.span_id for context in seen] == [handled.context.span_id]
+
+
 def test_each_retry_is_a_span_of_its_own_linked_to_the_receipt(
     spans: Spans, settings: Settings, receiver: str, db_url: str
 ) -> None:

@@ -11,6 +11,10 @@ Behaviour is chosen by environment variables, so one module serves every scenari
   its span (processors._tracing) while it is killed.
 - ``FAULT_READ_BACK``: the async handler reads its write back (a fetch: the batch's
   pipeline syncs mid-batch), so kills also land between a pipeline's syncs.
+
+``order.batched`` and ``order.batched_refund`` events go to batch handlers (async and sync),
+which write every event of their list in one ``executemany`` and fail when any event of the
+list is due to fail, so a failure undoes the whole call and the events run again one by one.
 """
 
 from __future__ import annotations
@@ -83,6 +87,34 @@ def record_refund(event: Event, conn: psycopg.Connection[Any]) -> None:
     if SLEEP_SECONDS:
         conn.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
     _maybe_fail(event, event.json()["n"])
+
+
+@router.on_batch("shop", "order.batched")
+async def record_payments(events: list[Event], conn: psycopg.AsyncConnection[Any]) -> None:
+    if any(event.key == POISON_KEY for event in events):
+        os.kill(os.getpid(), signal.SIGKILL)
+    async with conn.cursor() as cursor:
+        await cursor.executemany(
+            "insert into payments (event_id, amount, note) values (%s, %s, %s)",
+            [(event.id, event.json()["n"], f"pid {os.getpid()}") for event in events],
+        )
+        if SLEEP_SECONDS:
+            await cursor.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
+    for event in events:
+        _maybe_fail(event, event.json()["n"])
+
+
+@router.on_batch("shop", "order.batched_refund")
+def record_refunds(events: list[Event], conn: psycopg.Connection[Any]) -> None:
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "insert into payments (event_id, amount, note) values (%s, %s, 'refund')",
+            [(event.id, -event.json()["n"]) for event in events],
+        )
+        if SLEEP_SECONDS:
+            cursor.execute("select pg_sleep(%s)", [SLEEP_SECONDS])
+    for event in events:
+        _maybe_fail(event, event.json()["n"])
 
 
 @router.on("ordered")

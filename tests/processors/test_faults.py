@@ -21,13 +21,24 @@ from tests.processors._support import create_business_table
 pytestmark = pytest.mark.slow
 
 
-def write_orders(url: str, count: int, *, refunds_too: bool = False, notify: bool = False) -> None:
+def write_orders(
+    url: str,
+    count: int,
+    *,
+    refunds_too: bool = False,
+    notify: bool = False,
+    batched: bool = False,
+) -> None:
     """Orders paid (an async handler); with ``refunds_too`` every other one is a refund (a
-    sync handler), so both kinds of handler run under the fault. Without ``notify`` the
-    workers find them by their poll."""
+    sync handler), so both kinds of handler run under the fault; with ``batched`` they go to
+    batch handlers (async and sync) instead. Without ``notify`` the workers find them by
+    their poll."""
+    paid, refunded = (
+        ("order.batched", "order.batched_refund") if batched else ("order.paid", "order.refunded")
+    )
     with InboxWriter(url, notify="after_commit" if notify else "off") as writer:
         for n in range(count):
-            event_type = "order.refunded" if refunds_too and n % 2 else "order.paid"
+            event_type = refunded if refunds_too and n % 2 else paid
             writer.write("shop", f"key-{n}", f'{{"n": {n}}}'.encode(), event_type=event_type)
 
 
@@ -99,8 +110,9 @@ def test_three_worker_processes_share_the_backlog_exactly_once(
         ("event", "mixed", ""),
         ("batch", "pipelined", ""),
         ("batch", "mixed", "1"),
+        ("batch", "batched", ""),
     ],
-    ids=["batch-mixed", "event-mixed", "batch-pipelined", "batch-mixed-traced"],
+    ids=["batch-mixed", "event-mixed", "batch-pipelined", "batch-mixed-traced", "batch-batched"],
 )
 def test_sigkill_mid_handler_never_applies_an_effect_twice(
     db_url: str,
@@ -114,8 +126,9 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     create_business_table(db_url)
     # "mixed": async and sync handlers alternate (the batch's pipeline closes before each
     # sync one); "pipelined": async handlers only, each reading its write back, so a whole
-    # batch shares one pipeline that syncs mid-batch, and the kills land inside it.
-    write_orders(db_url, 2000, refunds_too=handlers == "mixed")
+    # batch shares one pipeline that syncs mid-batch, and the kills land inside it;
+    # "batched": async and sync batch handlers, each call writing its events together.
+    write_orders(db_url, 2000, refunds_too=handlers != "pipelined", batched=handlers == "batched")
     # Some handlers fail their first attempt after writing, so the kills also land on
     # batches being undone and re-run (savepoints = "batch") or rolled back per event.
     slow = {
@@ -165,11 +178,14 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     assert failures == [("FirstAttemptFailed", 2000 // 25)]
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["handler", "batch-handler"])
 def test_a_poison_pill_is_dead_lettered_as_crashed_and_the_rest_processed(
-    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess], batched: bool
 ) -> None:
+    # A batch handler's poison kills the call that holds the whole batch: every event of it
+    # becomes a suspect, and each suspect runs alone, so only the poison dies again.
     create_business_table(db_url)
-    write_orders(db_url, 60)
+    write_orders(db_url, 60, batched=batched)
     env = {"FAULT_POISON_KEY": "key-7", "INBOX_WORKER__MAX_CRASHES": "3"}
 
     def poison_is_dead() -> bool:

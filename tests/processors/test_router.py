@@ -98,3 +98,22 @@ def test_event_json_and_immutability() -> None:
     assert event.json() == {"a": [1]}
     with pytest.raises(ValueError, match="frozen"):
         event.attempt = 2  # type: ignore[misc]
+
+
+async def many(events: list[Event], conn: Any) -> None: ...
+
+
+def test_a_batch_route_is_marked_kept_by_include_and_clashes_like_any_route() -> None:
+    router = Router()
+    router.on_batch("shop", "order.*", timeout_seconds=5)(many)
+    router.on("shop", "order.paid")(a)
+    combined = Router()
+    combined.include(router)
+    batch_route = combined.resolve("shop", "order.refunded")
+    assert batch_route is not None
+    assert (batch_route.handler, batch_route.batch, batch_route.timeout_seconds) == (many, True, 5)
+    single = combined.resolve("shop", "order.paid")
+    assert single is not None
+    assert (single.handler, single.batch) == (a, False)
+    with pytest.raises(ValueError, match="already routes to"):
+        combined.on("shop", "order.*")(b)
