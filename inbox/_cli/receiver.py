@@ -52,7 +52,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
             console_url = settings.database.operator_url or settings.database.url or url
             require_privileges(console_url, "operator", "inbox serve (the console)")
-            app = with_console(app, settings, console_url)
+            served: Any = with_console(app, settings, console_url)
+        else:
+            # The receiver alone is served by its Starlette router: the application's two
+            # middlewares (a 500 page; HTTPException handlers, which the router needs only
+            # when an application is in the scope) do what uvicorn and the router do
+            # without them, and cost ~5 % of a webhook's CPU.
+            served = app.router
         log.info(
             "receiver_starting",
             host=host,
@@ -60,7 +66,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             sources=[s.name for s in settings.sources],
             workers=args.workers,
         )
-        return run_receiver(app, host, port, args.workers)
+        return run_receiver(served, host, port, args.workers)
 
 
 def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:

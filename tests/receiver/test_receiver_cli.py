@@ -134,6 +134,22 @@ def test_send_a_file_and_a_rejection_is_reported(
     assert "HTTP 404" in inbox("send", "sw", "--url", other, config=config).stdout
 
 
+def test_serve_answers_unknown_paths_and_methods_and_serves_its_metrics(
+    served: tuple[Path, int, subprocess.Popen[str]],
+) -> None:
+    # `inbox serve` serves the receiver's router without Starlette's application around it:
+    # the router's own replies are what a client gets.
+    _config, port, _process = served
+    base = f"http://127.0.0.1:{port}"
+    missing = httpx.get(f"{base}/nowhere", timeout=10)
+    assert (missing.status_code, missing.text) == (404, "Not Found")
+    wrong = httpx.get(f"{base}/webhooks/sw", timeout=10)
+    assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST")
+    metrics = httpx.get(f"{base}/metrics", timeout=10)
+    assert metrics.status_code == 200
+    assert "# TYPE inbox_receiver_requests_total counter" in metrics.text
+
+
 def test_serve_warns_about_unverified_sources_and_exits_zero_on_sigterm(
     served: tuple[Path, int, subprocess.Popen[str]],
 ) -> None:
