@@ -27,14 +27,11 @@ statement) or commits (the worker does, once per batch).
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import anyio
-import anyio.to_thread
 import psycopg
 from psycopg import pq
 
@@ -52,6 +49,7 @@ from processors._decide import (
     decide_skipped,
 )
 from processors._event import Event
+from processors._invoke import call_handler
 from processors._pipeline import BatchPipeline
 from processors._router import Route, Router
 from processors._store import ClaimedEvent
@@ -273,7 +271,14 @@ class BatchRunner:
         started = _now()
         try:
             with handler_span(group, route.name):
-                await self._call(route, [item.event for item in group], conn, sync_conn)
+                await call_handler(
+                    route,
+                    [i.event for i in group],
+                    conn,
+                    sync_conn,
+                    limit_seconds=timeout,
+                    deadline=self._deadline,
+                )
                 if not route.is_async and (
                     conn.pgconn.transaction_status == pq.TransactionStatus.INERROR
                 ):
@@ -330,7 +335,14 @@ class BatchRunner:
             self._event_savepoint_taken = True
         try:
             with handler_span((item,), route.name):
-                await self._call(route, [event] if route.batch else event, conn, sync_conn)
+                await call_handler(
+                    route,
+                    [event] if route.batch else event,
+                    conn,
+                    sync_conn,
+                    limit_seconds=route.timeout_seconds or self._timeout,
+                    deadline=self._deadline,
+                )
                 # (In a pipeline the status is known at the sync: BatchPipeline.close checks it.)
                 if not pipelined and conn.pgconn.transaction_status == pq.TransactionStatus.INERROR:
                     raise _left_aborted(route.name)
@@ -399,57 +411,3 @@ class BatchRunner:
                 retry_in_seconds=round(decision.delay_seconds, 3),
                 exception=decision.error_traceback,
             )
-
-    async def _call(
-        self,
-        route: Route,
-        event: Event | list[Event],
-        conn: psycopg.AsyncConnection[Any],
-        sync_conn: psycopg.Connection[Any],
-    ) -> None:
-        timeout = route.timeout_seconds or self._timeout
-        # Which of the four kinds it is (async or not, one event or a list) the route says.
-        handler: Any = route.handler
-        if route.is_async:
-            # An asyncio cancellation, not an anyio cancel scope: asyncio cancels once,
-            # which lets psycopg cancel the running query on the server and keep the
-            # connection (and so the batch); anyio's level cancellation interrupts that
-            # clean-up and psycopg must close the connection. psycopg's async side runs on
-            # asyncio only anyway.
-            try:
-                with self._deadline.running(timeout):
-                    await handler(event, conn)
-            except HandlerDeadline.Expired as exc:
-                raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from exc
-            return
-
-        # A thread cannot be cancelled: at the deadline, cancel its query on the server
-        # (the usual way a sync handler hangs) and report the attempt as timed out.
-        timed_out = threading.Event()
-        # Held while the cancel is sent, and taken when the handler is done: a cancel that
-        # fires late must never land on the next statement (another event's, or the undo).
-        handler_running = threading.Lock()
-        finished = False
-
-        def on_deadline() -> None:
-            with handler_running:
-                if finished:
-                    return
-                timed_out.set()
-                sync_conn.cancel_safe()
-
-        timer = threading.Timer(timeout, on_deadline)
-        timer.daemon = True
-        timer.start()
-        try:
-            await anyio.to_thread.run_sync(handler, event, sync_conn)
-        except Exception:
-            if timed_out.is_set():
-                raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from None
-            raise
-        finally:
-            timer.cancel()
-            with handler_running:
-                finished = True
-        if timed_out.is_set():
-            raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s")
