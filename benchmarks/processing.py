@@ -45,8 +45,9 @@ Worker RSS: one ``inbox worker`` process's VmRSS at idle, during, and after drai
 --rss-events events.
 
 **Backlog size** (``--figures backlog``). One ``inbox worker`` (no-op, ``--concurrency 1``)
-drains each of --backlogs (default 20,000 and 1,000,000), loaded once and copied per run,
-sizes interleaved; the rate as in the throughput figure, and the worker's RSS every tenth.
+drains each of --backlogs (default 20,000 and 1,000,000), loaded once, vacuumed and copied
+per run, sizes interleaved; the rate as in the throughput figure, the server's WAL per event
+over the drain, and the worker's RSS every tenth.
 """
 
 from __future__ import annotations
