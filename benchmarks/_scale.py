@@ -24,7 +24,7 @@ CLAIM_SIZE = 64
 
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
-    from processors._batch import BATCH_SAVEPOINT
+    from processors._savepoints import BATCH_SAVEPOINT
     from processors._store import CLAIM_BATCH, START, WorkStore
 
     store = WorkStore()

@@ -22,7 +22,7 @@ import psycopg
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
 from inbox._core.settings import WorkerSettings
-from processors._batch import BATCH_SAVEPOINT, MAX_ISOLATED, BatchRunner
+from processors._batch import BatchRunner
 from processors._decide import (
     Policy,
     idle_wait_seconds,
@@ -33,6 +33,7 @@ from processors._gate import SuspectGate
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
+from processors._savepoints import BATCH_SAVEPOINT, MAX_ISOLATED
 from processors._settled_log import log_settled
 from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
 
