@@ -48,7 +48,6 @@ from processors._decide import (
     decide_released,
     decide_skipped,
 )
-from processors._event import Event
 from processors._invoke import call_handler
 from processors._pipeline import BatchPipeline
 from processors._router import Route, Router
@@ -61,6 +60,7 @@ from processors._savepoints import (
     UNDO_EVENT,
     SavepointMode,
 )
+from processors._settled_log import event_log, log_failure
 from processors._store import ClaimedEvent
 from processors._tracing import handler_span
 
@@ -198,7 +198,9 @@ class BatchRunner:
                 claimed = item.claimed
                 if claimed.crashes >= self._policy.max_crashes:
                     # Before the deadline check: a poison pill is never released to crash again.
-                    self._bound(item.event).error("event_crashed_dead", crashes=claimed.crashes)
+                    event_log(item.event, self._worker).error(
+                        "event_crashed_dead", crashes=claimed.crashes
+                    )
                     decisions[i] = decide_crashed(claimed, now=_now())
                 elif should_stop() or time.monotonic() > deadline or isolated >= MAX_ISOLATED:
                     decisions[i] = decide_released(claimed, now=_now())
@@ -301,17 +303,18 @@ class BatchRunner:
         if route is None:
             reason = f"no handler routed for source {event.source!r}, type {event.type!r}"
             if self._policy.unrouted == "skip":
-                self._bound(event).warning("event_skipped", reason=reason)
+                event_log(event, self._worker).warning("event_skipped", reason=reason)
                 return decide_skipped(claimed, now=_now(), reason=reason)
             # No handler ran, so there is nothing to undo.
             decision = self._decide(item, None, NoRouteError(reason), _now())
-            self._log_failure(event, decision)
+            log_failure(event, decision, self._worker)
             return decision
 
+        timeout = route.timeout_seconds or self._timeout
         pipelined = pipe is not None and route.is_async
         if pipe is not None:
             if route.is_async:
-                await pipe.open(route.timeout_seconds or self._timeout)
+                await pipe.open(timeout)
             elif not await pipe.close():
                 raise _Undo(timeout=pipe.longest_timeout)
         started = _now()
@@ -328,7 +331,7 @@ class BatchRunner:
                     [event] if route.batch else event,
                     conn,
                     sync_conn,
-                    limit_seconds=route.timeout_seconds or self._timeout,
+                    limit_seconds=timeout,
                     deadline=self._deadline,
                 )
                 # (In a pipeline the status is known at the sync: BatchPipeline.close checks it.)
@@ -350,7 +353,7 @@ class BatchRunner:
         if error is None:
             # Logged by the worker once the batch has committed (log_events).
             return decision
-        self._log_failure(event, decision)
+        log_failure(event, decision, self._worker)
         if shared:
             raise _Undo(index, decision)
         return decision
@@ -371,31 +374,3 @@ class BatchRunner:
             finished_at=_now(),
             rng=self._rng,
         )
-
-    def _bound(self, event: Event) -> Any:
-        return log.bind(
-            event_id=event.id,
-            source=event.source,
-            type=event.type,
-            attempt=event.attempt,
-            worker=self._worker,
-        )
-
-    def _log_failure(self, event: Event, decision: Decision) -> None:
-        bound = self._bound(event)
-        if decision.outcome == "retry":
-            bound.info("event_retry_requested", after_seconds=decision.delay_seconds)
-        elif decision.outcome == "dead":
-            bound.error(
-                "event_dead",
-                error=f"{decision.error_class}: {decision.error_message}",
-                exception=decision.error_traceback,
-            )
-        else:
-            # "exception" is where structlog's renderers expect a formatted traceback.
-            bound.warning(
-                "handler_failed",
-                error=f"{decision.error_class}: {decision.error_message}",
-                retry_in_seconds=round(decision.delay_seconds, 3),
-                exception=decision.error_traceback,
-            )

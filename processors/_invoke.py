@@ -30,7 +30,6 @@ async def call_handler(
 ) -> None:
     """Call ``route``'s handler with ``event`` (a list for a batch handler) on the claim
     transaction's connection; ``HandlerTimeoutError`` past ``limit_seconds``."""
-    timeout = limit_seconds
     # Which of the four kinds it is (async or not, one event or a list) the route says.
     handler: Any = route.handler
     if route.is_async:
@@ -40,10 +39,10 @@ async def call_handler(
         # clean-up and psycopg must close the connection. psycopg's async side runs on
         # asyncio only anyway.
         try:
-            with deadline.running(timeout):
+            with deadline.running(limit_seconds):
                 await handler(event, conn)
         except HandlerDeadline.Expired as exc:
-            raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from exc
+            raise HandlerTimeoutError(f"handler {route.name} exceeded {limit_seconds:g} s") from exc
         return
 
     # A thread cannot be cancelled: at the deadline, cancel its query on the server
@@ -61,18 +60,20 @@ async def call_handler(
             timed_out.set()
             sync_conn.cancel_safe()
 
-    timer = threading.Timer(timeout, on_deadline)
+    timer = threading.Timer(limit_seconds, on_deadline)
     timer.daemon = True
     timer.start()
     try:
         await anyio.to_thread.run_sync(handler, event, sync_conn)
     except Exception:
         if timed_out.is_set():
-            raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s") from None
+            raise HandlerTimeoutError(
+                f"handler {route.name} exceeded {limit_seconds:g} s"
+            ) from None
         raise
     finally:
         timer.cancel()
         with handler_running:
             finished = True
     if timed_out.is_set():
-        raise HandlerTimeoutError(f"handler {route.name} exceeded {timeout:g} s")
+        raise HandlerTimeoutError(f"handler {route.name} exceeded {limit_seconds:g} s")

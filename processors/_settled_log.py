@@ -1,15 +1,19 @@
-"""The lines a committed batch logs (``log_events``: one per batch, one per event, or none)."""
+"""What the worker logs of its events' outcomes: a failure as it happens, with the event's
+fields bound, and, once a batch has committed, its lines (``log_events``: one per batch, one
+per event, or none)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from inbox._core.logs import get_logger
 from processors._decide import Decision, outcome_counts
+from processors._event import Event
 from processors._store import ClaimedEvent
 
-__all__ = ["log_settled"]
+__all__ = ["event_log", "log_failure", "log_settled"]
 
 log = get_logger("processors.worker")
 
@@ -52,3 +56,36 @@ def log_settled(
                     (decision.finished_at - decision.started_at).total_seconds() * 1000, 1
                 ),
             )
+
+
+def event_log(event: Event, worker: str) -> Any:
+    """The worker's logger with ``event``'s fields bound."""
+    return log.bind(
+        event_id=event.id,
+        source=event.source,
+        type=event.type,
+        attempt=event.attempt,
+        worker=worker,
+    )
+
+
+def log_failure(event: Event, decision: Decision, worker: str) -> None:
+    """An attempt that did not process its event: a retry asked for, a dead letter, or a
+    failure that will be tried again."""
+    bound = event_log(event, worker)
+    if decision.outcome == "retry":
+        bound.info("event_retry_requested", after_seconds=decision.delay_seconds)
+    elif decision.outcome == "dead":
+        bound.error(
+            "event_dead",
+            error=f"{decision.error_class}: {decision.error_message}",
+            exception=decision.error_traceback,
+        )
+    else:
+        # "exception" is where structlog's renderers expect a formatted traceback.
+        bound.warning(
+            "handler_failed",
+            error=f"{decision.error_class}: {decision.error_message}",
+            retry_in_seconds=round(decision.delay_seconds, 3),
+            exception=decision.error_traceback,
+        )
