@@ -61,21 +61,16 @@ def load_inbox_backlog(url: str, n: int, *, notify: bool = False, vacuum: bool =
         )
         if notify:
             conn.execute("select pg_notify('inbox_work', '')")
-    if vacuum:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("vacuum analyze")
-    else:
-        analyze(url)
+    analyze(url, vacuum=vacuum)
 
 
 def load_history(url: str, n: int) -> None:
     body = make_body("h")[:200]
     with psycopg.connect(url) as conn:
         conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("vacuum analyze")
+    analyze(url, vacuum=True)
 
 
-def analyze(url: str) -> None:
+def analyze(url: str, *, vacuum: bool = False) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("analyze")
+        conn.execute("vacuum analyze" if vacuum else "analyze")
