@@ -79,11 +79,15 @@ class Listener:
         failures = 0
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
+                conn = await psycopg.AsyncConnection.connect(
                     self._dsn,
                     autocommit=True,
                     application_name=f"pg-inbox listener {self._worker}",
-                ) as conn:
+                )
+                # Not `async with`: its exit awaits a rollback first, and a stopping worker's
+                # cancellation interrupts that await, skipping the close. close() itself
+                # never waits, so the connection is closed however the listener ends.
+                try:
                     await conn.execute(LISTEN)
                     failures = 0
                     self._outage.recovered(time.monotonic())
@@ -94,6 +98,8 @@ class Listener:
                     if self._on_connected is not None:
                         self._on_connected()
                     await self._listen(conn)
+                finally:
+                    await conn.close()
             except (psycopg.Error, OSError, TimeoutError) as exc:
                 failures += 1
                 self._metrics.listener_up.set(0)

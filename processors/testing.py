@@ -51,9 +51,12 @@ def run_pending(
     """
 
     async def nothing_due() -> None:
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+        try:  # closed in `finally`, not by `async with`: see processors/_listener.py
             while await _due(conn):  # noqa: ASYNC110 (a database state: re-read until it holds)
                 await anyio.sleep(_RECHECK_SECONDS)
+        finally:
+            await conn.close()
 
     worker = Worker(url, router, settings or WorkerSettings(), grace_seconds=timeout)
     _run(worker, nothing_due, timeout)

@@ -104,3 +104,32 @@ class PostgresProxy:
         for sock in self._sockets:
             with suppress(OSError):
                 sock.close()
+
+
+class HoldingProxy(PostgresProxy):
+    """Forwards everything until ``hold()``; from then on what clients send is kept back
+    (their statements wait for an answer that never comes) and ``held`` is set. ``closed``
+    is set when a client closes its end."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.holding = threading.Event()
+        self.held = threading.Event()
+        self.closed = threading.Event()
+        super().__init__(conninfo, CommitCutter(after=b"\x00never\x00", forward_commit=True))
+
+    def hold(self) -> None:
+        self.holding.set()
+
+    def _pump(
+        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
+    ) -> None:
+        if not upstream:
+            super()._pump(source, sink, state, upstream)
+            return
+        with suppress(OSError):
+            while data := source.recv(65536):
+                if self.holding.is_set():
+                    self.held.set()
+                    continue
+                sink.sendall(data)
+            self.closed.set()

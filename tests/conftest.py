@@ -23,7 +23,7 @@ from tests._pg import postgres_server
 from tests._roles import Roles, grant_business_tables, least_roles_mode
 
 # The `spans` fixture: OpenTelemetry's in-memory exporter (tests/observability, tests/security).
-pytest_plugins = ["tests._spans"]
+pytest_plugins = ["tests._spans", "tests._open_connections"]
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
 from typing import Any
 
 import anyio
@@ -9,6 +11,9 @@ import psycopg
 
 from inbox import InboxWriter
 from processors import Event, Router, Worker
+from processors._listener import Listener, Wakeup
+from processors._metrics import WorkerMetrics
+from tests._proxy import HoldingProxy
 from tests._wait import await_for, scalar
 from tests.processors._support import settings
 
@@ -68,3 +73,36 @@ def test_terminated_listener_reconnects_and_events_keep_flowing(
 
     anyio.run(main)
     assert scalar(db_url, "select count(*) from inbox_work") == 0
+
+
+def test_a_listener_cancelled_mid_statement_closes_its_connection(db_url: str) -> None:
+    """Cancelled while a statement waits for its answer (a worker stopping during the
+    health check), the listener still closes its connection: none is left for the garbage
+    collector to find open."""
+    proxy = HoldingProxy(db_url)
+    wakeup = Wakeup()
+    metrics = WorkerMetrics()
+    listener = Listener(
+        proxy.conninfo(), wakeup, metrics, health_interval_seconds=0.05, worker="test"
+    )
+
+    def up() -> bool:
+        return metrics.registry.get_sample_value("inbox_listener_up") == 1
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.run)
+            await await_for(up, within=30, what="the listener")
+            proxy.hold()
+            await await_for(proxy.held.is_set, within=30, what="the health check in flight")
+            tg.cancel_scope.cancel()
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            anyio.run(main)
+            gc.collect()
+        assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+        assert proxy.closed.wait(10), "the listener's connection is still open"
+    finally:
+        proxy.close()
