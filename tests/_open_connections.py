@@ -4,11 +4,14 @@ A connection that nobody closed is only noticed when the garbage collector frees
 ResourceWarning then fails whichever test happens to be running, with no clue where the
 connection was made. Here each connection made during a test's call remembers the stack
 that made it, and one still open when the call ends fails that test, naming that stack.
-Connections that belong to a pool are the pool's to close, and are left alone.
+Connections that belong to a pool are the pool's to close, and those made on other threads
+(a server or a scrape the test started, finishing its request as the test ends) are their
+thread's: both are left alone.
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
 import weakref
 from collections.abc import Callable, Iterator
@@ -25,7 +28,7 @@ _made: weakref.WeakKeyDictionary[Any, str] | None = None
 def _recording(init: Callable[..., None]) -> Callable[..., None]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
-        if _made is not None:
+        if _made is not None and threading.current_thread() is threading.main_thread():
             _made[self] = "".join(traceback.format_stack(limit=16)[:-1])
 
     return __init__
