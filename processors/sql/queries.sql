@@ -209,10 +209,16 @@ where outcome <> 'released'
 -- name: unsettled_of
 -- After a connection was lost during COMMIT: settling deletes an event's claim counter in
 -- the claim transaction, so a counter that is still there means the commit did not happen.
--- Re-read, never re-run blindly: unsettled events are simply claimable again.
+-- Re-read, never re-run blindly: unsettled events are simply claimable again. The lost
+-- COMMIT may still be running on the server when the worker is back (a slow flush, a
+-- synchronous standby), its deletes not yet visible: the weakest row lock waits for it (a
+-- delete holds the strongest), and then sees the rows it left. Other workers' counter
+-- updates do not block it. The session's statement_timeout bounds the wait; a timeout
+-- leaves the outcome unresolved, to be asked again on the next connection.
 select event_id
 from inbox_claims
 where event_id = any(%(event_ids)s::bigint[])
+for key share
 
 -- name: count_due
 -- What processors.testing.run_pending waits for: nothing left that may run now. A claimed

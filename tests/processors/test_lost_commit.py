@@ -13,16 +13,36 @@ from tests._proxy import CommitCutter, PostgresProxy
 from tests._wait import scalar
 from tests.processors._support import create_business_table, run_worker_until, write_events
 
+# A commit that takes the server a while (here a deferred trigger, elsewhere a slow disk or
+# a synchronous standby): the worker, cut off, reconnects and asks while it still runs.
+SLOW_COMMIT = """
+create function slow_commit() returns trigger language plpgsql as $$
+begin
+    perform pg_sleep(0.1);
+    return null;
+end $$;
+create constraint trigger slow_commit after insert on payments
+    deferrable initially deferred for each row execute function slow_commit();
+"""
+
 
 @pytest.mark.parametrize(
-    ("commit_reaches_server", "committed", "not_committed"),
-    [(True, 20, 0), (False, 0, 20)],
-    ids=["commit-happened", "commit-lost"],
+    ("commit_reaches_server", "slow", "committed", "not_committed"),
+    [(True, False, 20, 0), (True, True, 20, 0), (False, False, 0, 20)],
+    ids=["commit-happened", "commit-happened-slowly", "commit-lost"],
 )
 def test_lost_commit_is_resolved_by_rereading_and_every_effect_happens_once(
-    db_url: str, worker_url: str, commit_reaches_server: bool, committed: int, not_committed: int
+    db_url: str,
+    worker_url: str,
+    commit_reaches_server: bool,
+    slow: bool,
+    committed: int,
+    not_committed: int,
 ) -> None:
     create_business_table(db_url)
+    if slow:  # 20 rows: the COMMIT runs for 2 s after the client is cut off
+        with psycopg.connect(db_url) as conn:
+            conn.execute(SLOW_COMMIT)
     write_events(db_url, 20)
     cutter = CommitCutter(after=b"inbox_attempts", forward_commit=commit_reaches_server)
     proxy = PostgresProxy(worker_url, cutter)
