@@ -68,7 +68,7 @@ class PostgresProxy:
                 continue
             server = _upstream(self._target)
             self._sockets += [client, server]
-            state = {"armed": False}
+            state = {"armed": False, "cut": False}
             for args in ((client, server, state, True), (server, client, state, False)):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
 
@@ -85,6 +85,10 @@ class PostgresProxy:
                     elif commits or (
                         state["armed"] and data[:1] in (b"Q", b"P") and b"COMMIT" in data
                     ):
+                        # Before the COMMIT goes on: from now on the other direction drops
+                        # what the server sends, so no reply to it can reach the client,
+                        # however the two threads are scheduled.
+                        state["cut"] = True
                         if cutter.forward_commit:
                             sink.sendall(data)
                         cutter.cut.set()
@@ -94,6 +98,8 @@ class PostgresProxy:
                             sink.shutdown(socket.SHUT_WR)
                         source.close()
                         return
+                if not upstream and state["cut"]:
+                    break
                 sink.sendall(data)
         with suppress(OSError):
             sink.close()
