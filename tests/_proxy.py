@@ -114,13 +114,16 @@ class PostgresProxy:
 
 class HoldingProxy(PostgresProxy):
     """Forwards everything until ``hold()``; from then on what clients send is kept back
-    (their statements wait for an answer that never comes) and ``held`` is set. ``closed``
-    is set when a client closes its end."""
+    (their statements wait for an answer that never comes) and ``held`` is set.
+    ``all_closed`` is set once every client that connected has closed its end (a cancel
+    request's own connection included)."""
 
     def __init__(self, conninfo: str) -> None:
         self.holding = threading.Event()
         self.held = threading.Event()
-        self.closed = threading.Event()
+        self.all_closed = threading.Event()
+        self._clients = 0
+        self._count_lock = threading.Lock()
         super().__init__(conninfo, CommitCutter(after=b"\x00never\x00", forward_commit=True))
 
     def hold(self) -> None:
@@ -132,10 +135,16 @@ class HoldingProxy(PostgresProxy):
         if not upstream:
             super()._pump(source, sink, state, upstream)
             return
+        with self._count_lock:
+            self._clients += 1
+            self.all_closed.clear()
         with suppress(OSError):
             while data := source.recv(65536):
                 if self.holding.is_set():
                     self.held.set()
                     continue
                 sink.sendall(data)
-            self.closed.set()
+        with self._count_lock:
+            self._clients -= 1
+            if self._clients == 0:
+                self.all_closed.set()

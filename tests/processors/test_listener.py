@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import psycopg
+import pytest
 
 from inbox import InboxWriter
 from processors import Event, Router, Worker
@@ -75,15 +76,18 @@ def test_terminated_listener_reconnects_and_events_keep_flowing(
     assert scalar(db_url, "select count(*) from inbox_work") == 0
 
 
-def test_a_listener_cancelled_mid_statement_closes_its_connection(db_url: str) -> None:
-    """Cancelled while a statement waits for its answer (a worker stopping during the
-    health check), the listener still closes its connection: none is left for the garbage
-    collector to find open."""
+@pytest.mark.parametrize("when", ["listening", "mid-statement"])
+def test_a_cancelled_listener_closes_its_connection(db_url: str, when: str) -> None:
+    """Cancelled (a worker stopping) while it waits for notifications, or while a statement
+    waits for its answer (the health check), the listener closes its connection: none is
+    left for the garbage collector to find open."""
     proxy = HoldingProxy(db_url)
     wakeup = Wakeup()
     metrics = WorkerMetrics()
+    # Listening: no health check comes before the cancel. Mid-statement: one every 50 ms.
+    interval = 60.0 if when == "listening" else 0.05
     listener = Listener(
-        proxy.conninfo(), wakeup, metrics, health_interval_seconds=0.05, worker="test"
+        proxy.conninfo(), wakeup, metrics, health_interval_seconds=interval, worker="test"
     )
 
     def up() -> bool:
@@ -93,8 +97,9 @@ def test_a_listener_cancelled_mid_statement_closes_its_connection(db_url: str) -
         async with anyio.create_task_group() as tg:
             tg.start_soon(listener.run)
             await await_for(up, within=30, what="the listener")
-            proxy.hold()
-            await await_for(proxy.held.is_set, within=30, what="the health check in flight")
+            if when == "mid-statement":
+                proxy.hold()
+                await await_for(proxy.held.is_set, within=30, what="the health check in flight")
             tg.cancel_scope.cancel()
 
     try:
@@ -103,6 +108,6 @@ def test_a_listener_cancelled_mid_statement_closes_its_connection(db_url: str) -
             anyio.run(main)
             gc.collect()
         assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
-        assert proxy.closed.wait(10), "the listener's connection is still open"
+        assert proxy.all_closed.wait(10), "the listener's connection is still open"
     finally:
         proxy.close()
