@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from inbox._core.arguments import port, positive_int
+from inbox._core.daemon import daemon_gc, run_daemon_loop
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, MigrationError
 from inbox._core.logs import get_logger
@@ -144,7 +145,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
         if args.metrics_port is not None:
             worker.metrics.watch_queue(url, worker=worker.name)
-        anyio.run(_serve, worker, args.metrics_port, early)
+        with daemon_gc():
+            run_daemon_loop(_serve, worker, args.metrics_port, early)
     return 0
 
 

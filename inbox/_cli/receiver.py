@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import logging
 import signal
@@ -21,6 +20,7 @@ from inbox._cli.common import http_url, port, positive_int, positive_seconds
 from inbox._cli.devenv import with_dev_secrets
 from inbox._cli.logs import say
 from inbox._cli.processes import serve_in_processes
+from inbox._core.daemon import daemon_gc
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
@@ -97,29 +97,8 @@ def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:
 def _serve_on(config: uvicorn.Config, sockets: list[socket.socket] | None = None) -> None:
     uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
     server = uvicorn.Server(config)
-    with _stop_signals_handled_by(server), receiver_gc():
+    with _stop_signals_handled_by(server), daemon_gc():
         server.run(sockets=sockets)
-
-
-# Python's default first threshold (700 allocations) ran ~200 young collections a second
-# under 64 connections, and each promoted the requests in flight (a request lives for its
-# group's commit) until they died in the oldest generation, whose full collections (5 in a
-# 9,000-request run, 25-80 ms each) stopped every request in flight: the p99. With these, no
-# full collection ran in such a run; at 64 connections, 3 runs each interleaved: p99 64-71
-# -> 46-60 ms, 2,674-2,949 -> 3,005-3,428 req/s, the server's CPU 318-352 -> 268-313 us a
-# request. Set for our own server processes only: a host embedding the writer keeps its own.
-RECEIVER_GC_THRESHOLDS = (20_000, 20, 20)
-
-
-@contextlib.contextmanager
-def receiver_gc() -> Iterator[None]:
-    """The collector's thresholds for serving, and the previous ones back afterwards."""
-    previous = gc.get_threshold()
-    gc.set_threshold(*RECEIVER_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*previous)
 
 
 @contextlib.contextmanager

@@ -71,3 +71,45 @@ def test_a_database_that_does_not_answer_yet_is_waited_for(
         finally:
             if worker.poll() is None:
                 worker.kill()
+
+
+def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
+    worker_url: str, db_url: str, tmp_path: Path
+) -> None:
+    """`inbox worker` is our own process: it raises the collector's thresholds and runs on
+    uvloop (installed with the server extra), as `inbox serve` does; a host running a Worker
+    in its own loop keeps both (the Worker never touches them)."""
+    import json
+    import signal
+
+    from inbox._core.daemon import DAEMON_GC_THRESHOLDS
+    from tests._wait import wait_for
+    from tests.processors._support import write_events
+
+    report = tmp_path / "runtime.jsonl"
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "inbox", "worker"),
+                *("--app", "tests.processors.runtime_app:router"),
+            ],
+            cwd=REPO,
+            env={**os.environ, "INBOX_DATABASE__URL": worker_url, "RUNTIME_REPORT": str(report)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            write_events(db_url, 1)
+            wait_for(
+                lambda: report.exists() and report.read_text().endswith("\n"),
+                timeout=60,
+                what="the handler to report its process",
+            )
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0, log.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+    seen = json.loads(report.read_text().splitlines()[0])
+    assert seen == {"thresholds": list(DAEMON_GC_THRESHOLDS), "loop": "uvloop.Loop"}

@@ -9,6 +9,7 @@ import pytest
 import uvicorn
 
 from inbox._cli import receiver
+from inbox._core.daemon import DAEMON_GC_THRESHOLDS
 
 
 def test_serving_runs_with_the_receivers_thresholds_and_restores_the_previous_ones(
@@ -21,8 +22,8 @@ def test_serving_runs_with_the_receivers_thresholds_and_restores_the_previous_on
 
     monkeypatch.setattr(uvicorn.Server, "run", run)
     before = gc.get_threshold()
-    assert before != receiver.RECEIVER_GC_THRESHOLDS
+    assert before != DAEMON_GC_THRESHOLDS
     receiver._serve_on(uvicorn.Config(app=None))
 
-    assert seen == [receiver.RECEIVER_GC_THRESHOLDS]
+    assert seen == [DAEMON_GC_THRESHOLDS]
     assert gc.get_threshold() == before
