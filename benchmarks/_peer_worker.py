@@ -236,7 +236,14 @@ def main(argv: list[str]) -> int:
         "work": lambda: (pgq_work if pgq else pcr_work)(args),
         "write": lambda: (pgq_write if pgq else pcr_write)(args),
     }
-    asyncio.run(runs[args.command]())
+    if pgq:
+        # The loop PGQueuer's own CLI (`pgq run`) serves on: uvloop, which its package
+        # requires. On asyncio's loop its no-op worker spent ~20 % more CPU a job (47 -> 37 us).
+        import uvloop
+
+        uvloop.run(runs[args.command]())
+    else:
+        asyncio.run(runs[args.command]())  # as procrastinate's CLI runs its worker
     return 0
 
 
