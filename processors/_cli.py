@@ -146,7 +146,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         if args.metrics_port is not None:
             worker.metrics.watch_queue(url, worker=worker.name)
         with daemon_gc():
-            run_daemon_loop(_serve, worker, args.metrics_port, early)
+            run_daemon_loop(
+                _serve, worker, args.metrics_port, early, loop=settings.worker.event_loop
+            )
     return 0
 
 

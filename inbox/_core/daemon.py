@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib.util
+import importlib
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import Any, Literal, TypeVar
 
 import anyio
+
+from inbox._core.extras import require_extra
 
 __all__ = ["DAEMON_GC_THRESHOLDS", "daemon_gc", "run_daemon_loop"]
 
@@ -39,13 +42,22 @@ def daemon_gc() -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
-def run_daemon_loop(func: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Run ``func(*args)`` to completion on the event loop a daemon of ours serves on: uvloop
-    where it is installed (the server extra brings it; uvicorn picks it for ``inbox serve``
-    the same way), else asyncio's own loop."""
-    options: dict[str, Any] = {}
-    if importlib.util.find_spec("uvloop") is not None:
-        import uvloop
-
-        options["loop_factory"] = uvloop.new_event_loop
+def run_daemon_loop(
+    func: Callable[..., Awaitable[T]],
+    *args: Any,
+    loop: Literal["auto", "asyncio", "uvloop"] = "auto",
+) -> T:
+    """Run ``func(*args)`` to completion on the event loop a daemon of ours serves on:
+    ``loop="auto"`` takes uvloop where it is installed (the server extra brings it; uvicorn
+    picks it for ``inbox serve`` the same way), else asyncio's own loop; ``"uvloop"`` without
+    it is a ``ConfigError`` that names the extra."""
+    uvloop: ModuleType | None = None
+    if loop == "uvloop":
+        uvloop = require_extra("uvloop", "server", '[worker] event_loop = "uvloop"')
+    elif loop == "auto":
+        try:
+            uvloop = importlib.import_module("uvloop")
+        except ImportError:
+            uvloop = None
+    options = {"loop_factory": uvloop.new_event_loop} if uvloop is not None else {}
     return anyio.run(func, *args, backend="asyncio", backend_options=options)

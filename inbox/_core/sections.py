@@ -231,6 +231,9 @@ class WorkerSettings(_Section):
     # one info line per committed batch (`batch_processed`: outcome counts, sources,
     # duration); "event", one line per processed event (`event_processed`); "none".
     log_events: Literal["batch", "event", "none"] = "batch"
+    # The event loop of `inbox worker` (inbox._core.daemon): "auto", uvloop where it is
+    # installed, else asyncio's own; "asyncio" for handlers whose libraries need it.
+    event_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
 
     @field_validator("batch_size")
     @classmethod

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -73,12 +75,16 @@ def test_a_database_that_does_not_answer_yet_is_waited_for(
                 worker.kill()
 
 
+@pytest.mark.parametrize(
+    ("event_loop", "loop_module"), [(None, "uvloop"), ("asyncio", "asyncio"), ("uvloop", "uvloop")]
+)
 def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
-    worker_url: str, db_url: str, tmp_path: Path
+    worker_url: str, db_url: str, tmp_path: Path, event_loop: str | None, loop_module: str
 ) -> None:
     """`inbox worker` is our own process: it raises the collector's thresholds and runs on
-    uvloop (installed with the server extra), as `inbox serve` does; a host running a Worker
-    in its own loop keeps both (the Worker never touches them)."""
+    uvloop (installed with the server extra) unless `[worker] event_loop` says asyncio, as
+    `inbox serve` does; a host running a Worker in its own loop keeps both (the Worker never
+    touches them)."""
     import json
     import signal
 
@@ -95,7 +101,12 @@ def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
                 *("--app", "tests.processors.runtime_app:router"),
             ],
             cwd=REPO,
-            env={**os.environ, "INBOX_DATABASE__URL": worker_url, "RUNTIME_REPORT": str(report)},
+            env={
+                **os.environ,
+                "INBOX_DATABASE__URL": worker_url,
+                "RUNTIME_REPORT": str(report),
+                **({"INBOX_WORKER__EVENT_LOOP": event_loop} if event_loop else {}),
+            },
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -112,4 +123,37 @@ def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
             if worker.poll() is None:
                 worker.kill()
     seen = json.loads(report.read_text().splitlines()[0])
-    assert seen == {"thresholds": list(DAEMON_GC_THRESHOLDS), "loop": "uvloop.Loop"}
+    assert seen["thresholds"] == list(DAEMON_GC_THRESHOLDS)
+    assert seen["loop"].split(".")[0] == loop_module, seen["loop"]
+
+
+def test_a_loop_that_is_not_installed_is_refused_with_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inbox._core.daemon import run_daemon_loop
+    from inbox._core.errors import ConfigError
+
+    async def never() -> None:
+        raise AssertionError("ran without its loop")
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails
+    with pytest.raises(ConfigError) as refused:
+        run_daemon_loop(never, loop="uvloop")
+    assert str(refused.value) == (
+        "[worker] event_loop = \"uvloop\" needs the server extra: pip install 'pg-inbox[server]'"
+    )
+
+
+def test_auto_takes_asyncios_loop_where_uvloop_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from inbox._core.daemon import run_daemon_loop
+
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert run_daemon_loop(loop_module).startswith("uvloop")
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails
+    assert run_daemon_loop(loop_module).startswith("asyncio.")
