@@ -15,11 +15,11 @@ APP = "tests.processors.fault_app:router"
 class WorkerProcess:
     """``inbox worker`` in a child process, its output kept in a log file."""
 
-    def __init__(self, db_url: str, log_dir: Path, n: int, **env: str) -> None:
+    def __init__(self, db_url: str, log_dir: Path, n: int, *, app: str = APP, **env: str) -> None:
         self.log_path = log_dir / f"worker-{n}.log"
         self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "inbox", "worker", "--app", APP, "--concurrency", "2"],
+            [sys.executable, "-m", "inbox", "worker", "--app", app, "--concurrency", "2"],
             cwd=REPO,
             env={
                 **os.environ,

@@ -86,42 +86,32 @@ def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
     `inbox serve` does; a host running a Worker in its own loop keeps both (the Worker never
     touches them)."""
     import json
-    import signal
 
     from inbox._core.daemon import DAEMON_GC_THRESHOLDS
     from tests._wait import wait_for
+    from tests.processors._procs import WorkerProcess
     from tests.processors._support import write_events
 
     report = tmp_path / "runtime.jsonl"
-    log = tmp_path / "worker.log"
-    with log.open("w") as out:
-        worker = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "inbox", "worker"),
-                *("--app", "tests.processors.runtime_app:router"),
-            ],
-            cwd=REPO,
-            env={
-                **os.environ,
-                "INBOX_DATABASE__URL": worker_url,
-                "RUNTIME_REPORT": str(report),
-                **({"INBOX_WORKER__EVENT_LOOP": event_loop} if event_loop else {}),
-            },
-            stdout=out,
-            stderr=subprocess.STDOUT,
+    loop_env = {"INBOX_WORKER__EVENT_LOOP": event_loop} if event_loop else {}
+    worker = WorkerProcess(
+        worker_url,
+        tmp_path,
+        0,
+        app="tests.processors.runtime_app:router",
+        RUNTIME_REPORT=str(report),
+        **loop_env,
+    )
+    try:
+        write_events(db_url, 1)
+        wait_for(
+            lambda: report.exists() and report.read_text().endswith("\n"),
+            timeout=60,
+            what="the handler to report its process",
         )
-        try:
-            write_events(db_url, 1)
-            wait_for(
-                lambda: report.exists() and report.read_text().endswith("\n"),
-                timeout=60,
-                what="the handler to report its process",
-            )
-            worker.send_signal(signal.SIGTERM)
-            assert worker.wait(timeout=30) == 0, log.read_text()
-        finally:
-            if worker.poll() is None:
-                worker.kill()
+        assert worker.terminate(timeout=30) == 0, worker.output()
+    finally:
+        worker.close()
     seen = json.loads(report.read_text().splitlines()[0])
     assert seen["thresholds"] == list(DAEMON_GC_THRESHOLDS)
     assert seen["loop"].split(".")[0] == loop_module, seen["loop"]
