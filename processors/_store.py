@@ -36,7 +36,7 @@ UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
 AsyncConn = psycopg.AsyncConnection[Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # one per event: not frozen, as Claimed (processors._decide)
 class ClaimedEvent:
     claimed: Claimed
     event: Event
@@ -161,6 +161,13 @@ def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
     )
 
 
+def _column(values: list[Any]) -> list[Any] | None:
+    """A parameter array of a batch's column, or None (SQL NULL) when every value is null:
+    a multi-array ``unnest`` pads a NULL array with nulls, so the rows are the same, and the
+    array is not dumped (in a batch that succeeded, the settle's five nullable columns)."""
+    return None if values.count(None) == len(values) else values
+
+
 def release_busy(
     batch: Sequence[ClaimedEvent], busy: set[int]
 ) -> tuple[list[ClaimedEvent], list[Decision]]:
@@ -239,13 +246,15 @@ class WorkStore:
 
         Returns the ordered events whose key another event's claim holds (in flight, or a
         suspect): they must be released unrun, so a key runs one event at a time."""
+        ordering_keys = _column([item.ordering_key for item in batch])
         cursor = side_conn.cursor(row_factory=tuple_row)
         await cursor.execute(
             COUNT_CLAIMS,
             {
                 "event_ids": [item.claimed.event_id for item in batch],
-                "sources": [item.event.source for item in batch],
-                "ordering_keys": [item.ordering_key for item in batch],
+                # Sources only matter beside an ordering key (see count_claims).
+                "sources": None if ordering_keys is None else [i.event.source for i in batch],
+                "ordering_keys": ordering_keys,
                 "worker": worker,
             },
         )
@@ -266,11 +275,11 @@ class WorkStore:
                 "delays": [float(d.delay_seconds) for d in decisions],
                 "started": [d.started_at for d in decisions],
                 "finished": [d.finished_at for d in decisions],
-                "handlers": [d.handler for d in decisions],
-                "error_classes": [d.error_class for d in decisions],
-                "error_messages": [d.error_message for d in decisions],
-                "replay_ids": [d.replay_id for d in decisions],
-                "error_tracebacks": [d.error_traceback for d in decisions],
+                "handlers": _column([d.handler for d in decisions]),
+                "error_classes": _column([d.error_class for d in decisions]),
+                "error_messages": _column([d.error_message for d in decisions]),
+                "replay_ids": _column([d.replay_id for d in decisions]),
+                "error_tracebacks": _column([d.error_traceback for d in decisions]),
                 "worker": worker,
             },
         )

@@ -116,6 +116,8 @@ cross join lateral (
 -- events whose key is taken by another event's counter are returned, and are released
 -- unrun. Counters are inserted in key order, so two batches that meet on keys wait on
 -- each other in the same order instead of deadlocking.
+-- Sources and keys come as NULL when no event of the batch is ordered: unnest pads a NULL
+-- array with nulls.
 with claimed as (
     select *
     from unnest(%(event_ids)b::bigint[], %(sources)b::text[], %(ordering_keys)b::text[])
@@ -151,7 +153,8 @@ where event_id not in (select event_id from again)
 -- Everything a batch decided, in one statement of the claim transaction: processed and
 -- skipped events leave the work table, failures are rescheduled or dead-lettered, every
 -- outcome is appended to the history, and the claim counters of settled events are reset.
--- Released events (claimed, not run) go back to the queue as they were.
+-- Released events (claimed, not run) go back to the queue as they were. A nullable column
+-- that is null for every decision comes as one NULL (unnest pads it with nulls).
 with outcome as (
     select *
     from unnest(
