@@ -27,6 +27,17 @@ class CommitCutter:
     cut: threading.Event = field(default_factory=threading.Event)
 
 
+def close_both(*socks: socket.socket) -> None:
+    """Shut both ends down (which wakes a thread blocked reading one) and close them: a pump
+    that ends leaves no socket for the collector to find open, whichever order the two
+    directions end in, and whether or not the proxy's ``close`` still knows the pair."""
+    for sock in socks:
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        with suppress(OSError):
+            sock.close()
+
+
 def _upstream(conninfo: str) -> socket.socket:
     params = conninfo_to_dict(conninfo)
     host = str(params.get("host") or "/var/run/postgresql")
@@ -47,6 +58,8 @@ class PostgresProxy:
         self.port = self._listener.getsockname()[1]
         self._stopping = False
         self._sockets: list[socket.socket] = []
+        # Between _accept adding a pair and close() (or an outage) taking them all.
+        self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def conninfo(self) -> str:
@@ -67,7 +80,11 @@ class PostgresProxy:
                 client.close()
                 continue
             server = _upstream(self._target)
-            self._sockets += [client, server]
+            with self._lock:
+                if self._stopping:
+                    close_both(client, server)
+                    return
+                self._sockets += [client, server]
             state = {"armed": False, "cut": False}
             for args in ((client, server, state, True), (server, client, state, False)):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
@@ -94,6 +111,7 @@ class PostgresProxy:
                         cutter.cut.set()
                         # Let the server act on it, then drop both ends before any reply
                         # can travel back: the client is left not knowing the outcome.
+                        # (The other direction closes the server's end once it answers.)
                         with suppress(OSError):
                             sink.shutdown(socket.SHUT_WR)
                         source.close()
@@ -101,15 +119,19 @@ class PostgresProxy:
                 if not upstream and state["cut"]:
                     break
                 sink.sendall(data)
-        with suppress(OSError):
-            sink.close()
+        close_both(source, sink)
+
+    def take_sockets(self) -> list[socket.socket]:
+        """Every socket of the connections forwarded so far, forgotten here."""
+        with self._lock:
+            socks, self._sockets = self._sockets, []
+        return socks
 
     def close(self) -> None:
-        self._stopping = True
+        with self._lock:
+            self._stopping = True
         self._listener.close()
-        for sock in self._sockets:
-            with suppress(OSError):
-                sock.close()
+        close_both(*self.take_sockets())
 
 
 class HoldingProxy(PostgresProxy):
@@ -144,6 +166,7 @@ class HoldingProxy(PostgresProxy):
                     self.held.set()
                     continue
                 sink.sendall(data)
+        close_both(source, sink)
         with self._count_lock:
             self._clients -= 1
             if self._clients == 0:

@@ -3,12 +3,9 @@ open connection and refuses new ones; back up, it forwards again."""
 
 from __future__ import annotations
 
-import socket
-from contextlib import suppress
-
 from psycopg.conninfo import make_conninfo
 
-from tests._proxy import CommitCutter, PostgresProxy
+from tests._proxy import CommitCutter, PostgresProxy, close_both
 
 
 class OutageProxy(PostgresProxy):
@@ -23,12 +20,7 @@ class OutageProxy(PostgresProxy):
 
     def down(self) -> None:
         self.is_down = True
-        for sock in self._sockets:
-            with suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            with suppress(OSError):
-                sock.close()
-        self._sockets = []
+        close_both(*self.take_sockets())
 
     def up(self) -> None:
         self.is_down = False
