@@ -14,6 +14,15 @@ from tests._wait import scalar
 from tests.processors._support import write_events
 
 
+def _settle(worker_url: str, decisions: list[Decision]) -> None:
+    async def settle() -> None:
+        async with await psycopg.AsyncConnection.connect(worker_url) as conn:
+            await WorkStore().settle(conn, decisions, "w")
+            await conn.commit()
+
+    anyio.run(settle)
+
+
 def test_a_released_suspect_keeps_the_crashes_it_caused_before(
     db_url: str, worker_url: str
 ) -> None:
@@ -33,12 +42,7 @@ def test_a_released_suspect_keeps_the_crashes_it_caused_before(
         decide_released(Claimed(event_id=fresh, attempts=0, crashes=0, replay_id=None), now=now),
     ]
 
-    async def settle() -> None:
-        async with await psycopg.AsyncConnection.connect(worker_url) as conn:
-            await WorkStore().settle(conn, decisions, "w")
-            await conn.commit()
-
-    anyio.run(settle)
+    _settle(worker_url, decisions)
     with psycopg.connect(db_url) as conn:
         claims = dict(conn.execute("select event_id, claims from inbox_claims").fetchall())
     assert claims == {suspect: 3}
@@ -50,15 +54,6 @@ POLICY = Policy(
     max_attempts=5, max_crashes=3, backoff_base_seconds=1.0, backoff_max_seconds=60.0,
     unrouted="skip",
 )  # fmt: skip
-
-
-def _settle(worker_url: str, decisions: list[Decision]) -> None:
-    async def settle() -> None:
-        async with await psycopg.AsyncConnection.connect(worker_url) as conn:
-            await WorkStore().settle(conn, decisions, "w")
-            await conn.commit()
-
-    anyio.run(settle)
 
 
 def _attempts(db_url: str) -> dict[int, tuple[object, ...]]:
