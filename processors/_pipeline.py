@@ -1,6 +1,7 @@
 """The pipeline a batch's async handlers share under the batch savepoint (processors._batch):
 their statements go out without waiting, and one sync, bounded by the earliest deadline of the
-handlers it carries, collects them."""
+handlers it carries, collects them. Over TCP on Linux the socket is corked while the pipeline is
+open (processors._cork), so the statements leave as one write."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
+
+from processors._cork import Cork
 
 __all__ = ["BatchPipeline"]
 
@@ -24,6 +27,7 @@ class BatchPipeline:
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._conn = conn
+        self._cork = Cork(conn)
         self._open: AbstractAsyncContextManager[psycopg.AsyncPipeline] | None = None
         self._pipeline: psycopg.AsyncPipeline | None = None
         self._deadline = float("inf")
@@ -35,6 +39,7 @@ class BatchPipeline:
             opening = self._conn.pipeline()
             self._pipeline = await opening.__aenter__()
             self._open = opening
+            self._cork.cork()
         self._deadline = min(self._deadline, time.monotonic() + handler_timeout)
         self.longest_timeout = max(self.longest_timeout, handler_timeout)
 
@@ -54,6 +59,7 @@ class BatchPipeline:
         # the handlers' own Python outlasted the deadline.
         wait = max(self._deadline - time.monotonic(), SYNC_FLOOR_SECONDS)
         self._deadline = float("inf")
+        self._cork.uncork()
         clean = True
         try:
             async with asyncio.timeout(wait):

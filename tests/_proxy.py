@@ -11,6 +11,7 @@ import socket
 import threading
 from contextlib import suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -51,11 +52,23 @@ def _upstream(conninfo: str) -> socket.socket:
 
 
 class PostgresProxy:
-    def __init__(self, conninfo: str, cutter: CommitCutter) -> None:
+    """Listens on a loopback TCP port, or with ``unix_dir`` on a Unix socket in that folder
+    (where libpq looks for port 5432's)."""
+
+    def __init__(
+        self, conninfo: str, cutter: CommitCutter, *, unix_dir: Path | None = None
+    ) -> None:
         self._target = conninfo
         self._cutter = cutter
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
+        self._unix_dir = unix_dir
+        if unix_dir is None:
+            self._listener = socket.create_server(("127.0.0.1", 0))
+            self.port = self._listener.getsockname()[1]
+        else:
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.bind(str(unix_dir / ".s.PGSQL.5432"))
+            self._listener.listen()
+            self.port = 5432
         self._stopping = False
         self._sockets: list[socket.socket] = []
         # Between _accept adding a pair and close() (or an outage) taking them all.
@@ -64,7 +77,8 @@ class PostgresProxy:
 
     def conninfo(self) -> str:
         """The target's connection string, through the proxy (in clear text, so it can read)."""
-        return make_conninfo(self._target, host="127.0.0.1", port=str(self.port), sslmode="disable")
+        host = "127.0.0.1" if self._unix_dir is None else str(self._unix_dir)
+        return make_conninfo(self._target, host=host, port=str(self.port), sslmode="disable")
 
     def _refuses(self) -> bool:
         """Whether a new connection is closed at once instead of forwarded."""
