@@ -1,7 +1,8 @@
 """The pipeline a batch's async handlers share under the batch savepoint (processors._batch):
 their statements go out without waiting, and one sync, bounded by the earliest deadline of the
-handlers it carries, collects them. Over TCP on Linux the socket is corked while the pipeline is
-open (processors._cork), so the statements leave as one write."""
+handlers it carries, collects them. While it is open, its statements are sent without a wait on
+the event loop each, and over TCP on Linux held in the kernel until the sync
+(processors._pipeline_send), so that they leave as one write."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from processors._cork import Cork
+from processors._pipeline_send import PipelineSend
 
 __all__ = ["BatchPipeline"]
 
@@ -27,7 +28,7 @@ class BatchPipeline:
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._conn = conn
-        self._cork = Cork(conn)
+        self._send = PipelineSend(conn)
         self._open: AbstractAsyncContextManager[psycopg.AsyncPipeline] | None = None
         self._pipeline: psycopg.AsyncPipeline | None = None
         self._deadline = float("inf")
@@ -39,7 +40,7 @@ class BatchPipeline:
             opening = self._conn.pipeline()
             self._pipeline = await opening.__aenter__()
             self._open = opening
-            self._cork.cork()
+            self._send.start()
         self._deadline = min(self._deadline, time.monotonic() + handler_timeout)
         self.longest_timeout = max(self.longest_timeout, handler_timeout)
 
@@ -59,7 +60,7 @@ class BatchPipeline:
         # the handlers' own Python outlasted the deadline.
         wait = max(self._deadline - time.monotonic(), SYNC_FLOOR_SECONDS)
         self._deadline = float("inf")
-        self._cork.uncork()
+        self._send.stop()
         clean = True
         try:
             async with asyncio.timeout(wait):

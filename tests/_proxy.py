@@ -148,7 +148,27 @@ class PostgresProxy:
         close_both(*self.take_sockets())
 
 
-class HoldingProxy(PostgresProxy):
+class _ClientSideProxy(PostgresProxy):
+    """Cuts nothing; what its clients send goes the way ``_forward_clients`` says (the
+    server's replies are relayed as PostgresProxy relays them)."""
+
+    def __init__(self, conninfo: str, *, unix_dir: Path | None = None) -> None:
+        never = CommitCutter(after=b"\x00never\x00", forward_commit=True)
+        super().__init__(conninfo, never, unix_dir=unix_dir)
+
+    def _pump(
+        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
+    ) -> None:
+        if upstream:
+            self._forward_clients(source, sink)
+        else:
+            super()._pump(source, sink, state, upstream)
+
+    def _forward_clients(self, source: socket.socket, sink: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class HoldingProxy(_ClientSideProxy):
     """Forwards everything until ``hold()``; from then on what clients send is kept back
     (their statements wait for an answer that never comes) and ``held`` is set.
     ``all_closed`` is set once every client that connected has closed its end (a cancel
@@ -160,17 +180,12 @@ class HoldingProxy(PostgresProxy):
         self.all_closed = threading.Event()
         self._clients = 0
         self._count_lock = threading.Lock()
-        super().__init__(conninfo, CommitCutter(after=b"\x00never\x00", forward_commit=True))
+        super().__init__(conninfo)
 
     def hold(self) -> None:
         self.holding.set()
 
-    def _pump(
-        self, source: socket.socket, sink: socket.socket, state: dict[str, bool], upstream: bool
-    ) -> None:
-        if not upstream:
-            super()._pump(source, sink, state, upstream)
-            return
+    def _forward_clients(self, source: socket.socket, sink: socket.socket) -> None:
         with self._count_lock:
             self._clients += 1
             self.all_closed.clear()
@@ -185,3 +200,30 @@ class HoldingProxy(PostgresProxy):
             self._clients -= 1
             if self._clients == 0:
                 self.all_closed.set()
+
+
+class PausingProxy(_ClientSideProxy):
+    """Forwards everything, but from ``pause()`` until ``resume()`` reads nothing from its
+    clients: what a client sends stays in the kernel's buffers until they are full, as with a
+    server that stopped reading."""
+
+    def __init__(self, conninfo: str, *, unix_dir: Path | None = None) -> None:
+        self.reading = threading.Event()
+        self.reading.set()
+        super().__init__(conninfo, unix_dir=unix_dir)
+
+    def pause(self) -> None:
+        self.reading.clear()
+
+    def resume(self) -> None:
+        self.reading.set()
+
+    def _forward_clients(self, source: socket.socket, sink: socket.socket) -> None:
+        with suppress(OSError):
+            while self.reading.wait() and (data := source.recv(65536)):
+                sink.sendall(data)
+        close_both(source, sink)
+
+    def close(self) -> None:
+        self.resume()  # the pumps' threads end with their sockets
+        super().close()
