@@ -206,12 +206,14 @@ def render_throughput(cells: list[Cell], backlog: int, runs: int) -> list[str]:
 
 
 # Each system in its best configurations measured here (the sweep figure): pg-inbox with 2
-# and 4 claim loops per process (and its business rows by a batch handler), PGQueuer with
-# batches of 200 and (asyncpg, on uvloop, ~5 % faster still) 1,000, procrastinate with 10; and
+# and 4 claim loops per process, and with 1 for its business INSERT (two processes of one
+# loop each drained it faster than two of two on 2 cores: fewer claims walking each other's
+# batches), its business rows by a batch handler; PGQueuer with batches of 200 and (asyncpg,
+# on uvloop, ~5 % faster still) 1,000, procrastinate with 10; and
 # PGQueuer doing pg-inbox's business INSERT in its job through an asyncpg pool, at the pool
 # sizes swept (its best depends on the machine, so all of them are in the table).
 DEFAULT_THROUGHPUT = (
-    "inbox-noop:c=2,inbox-business:c=2,inbox-business:c=4,inbox-batch:c=2,"
+    "inbox-noop:c=2,inbox-business:c=1,inbox-business:c=2,inbox-business:c=4,inbox-batch:c=2,"
     "pgqueuer-psycopg:b=200,pgqueuer-asyncpg:b=200,pgqueuer-asyncpg:b=1000,"
     "pgqueuer-asyncpg:b=200:p=10,pgqueuer-asyncpg:b=200:p=32,"
     "pgqueuer-asyncpg:b=200:p=64,pgqueuer-asyncpg:b=200:p=90,procrastinate:c=10"

@@ -35,7 +35,16 @@ from (
       and run_at <= now()
       and (priority, run_at, event_id)
           > (%(after_priority)s::smallint, %(after_run_at)s::timestamptz, %(after_event_id)s::bigint)
-      and not exists (select from inbox_claims c where c.event_id = inbox_work.event_id)
+      -- Probed per candidate row (OFFSET 0 keeps the planner from making it a join): the
+      -- counters churn, a row in and out per event, and between two autovacuum visits the
+      -- planner scales their last statistics (a dense table, vacuumed with a few live rows)
+      -- to the table's size, reading tens of thousands of dead counters as live ones and
+      -- nearly every pending event as claimed. As a join it then read and sorted the whole
+      -- queue to lock a batch: 300-400 ms at 100,000 pending rows, and claims of 29 s in a
+      -- drain, which kept a worker from stopping.
+      and not exists (
+          select from inbox_claims c where c.event_id = inbox_work.event_id offset 0
+      )
       and (
           inbox_work.ordering_key is null
           or (

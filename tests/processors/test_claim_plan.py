@@ -181,3 +181,38 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     assert cursor.from_start
     cursor.claimed(claim(0, last=0), 64)
     assert cursor.start(101.5) == START
+
+
+def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str) -> None:
+    # The claim counters churn (a row in and out per event) and autovacuum visits them at
+    # most once a minute. Vacuumed while a few counters were live, the table's statistics
+    # say ~150 rows a page; the planner scales that density to the table's size now, so
+    # tens of thousands of dead counters read as that many live ones, nearly every pending
+    # event as claimed. Planned as a join, the claim then read and sorted the whole queue
+    # to lock a batch (300-400 ms for 100,000 pending rows; a drain's claims of 29 s, which
+    # held a worker past SIGTERM): the counters are probed per candidate row instead.
+    with psycopg.connect(db_url) as conn:
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+            " select 'shop', 'k' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        )
+        conn.execute("insert into inbox_work (event_id) select id from inbox_events")
+        conn.execute(
+            "insert into inbox_claims (event_id) select g from generate_series(-300, -1) g"
+        )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("vacuum analyze")
+        conn.execute(
+            "insert into inbox_claims (event_id) select g from generate_series(1000000, 1040000) g"
+        )
+        conn.execute("delete from inbox_claims where event_id >= 1000000")
+    plan = _explain(db_url)
+    work_scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "inbox_work"]
+    assert (work_scans[0]["Node Type"], work_scans[0].get("Index Name")) == (
+        "Index Scan",
+        "inbox_work_claim",
+    )
+    # The batch's rows, not the queue's.
+    assert work_scans[0]["Actual Rows"] <= 100
+    assert plan["Plan"]["Actual Rows"] == 100
