@@ -239,6 +239,11 @@ class Worker:
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
+                        if claimed == 0 and not cursor.from_start:
+                            # A resumed claim sees nothing behind its position (a row given
+                            # back, or committed late): look from the start before idling,
+                            # or such a row waits for the poll instead of the rescan.
+                            continue
                         if claimed == 0:
                             # The table is the truth: a retry due before the next poll,
                             # scheduled by any process, sets the wait.

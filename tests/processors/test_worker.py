@@ -379,3 +379,44 @@ def test_an_error_message_postgresql_cannot_store_is_escaped_not_fatal(
     assert message == "cannot open b'\\x00' at /data/caf\\udce9.csv"
     assert scalar(db_url, "select count(*) from payments") == 2
     assert scalar(db_url, "select count(*) from inbox_claims") == 0
+
+
+def test_a_resumed_claim_that_finds_nothing_looks_from_the_start_before_idling(
+    db_url: str, worker_url: str
+) -> None:
+    import anyio
+
+    from processors import Worker
+    from tests._wait import await_for
+
+    first, second = write_events(db_url, 2)
+    router = Router()
+    handled: list[int] = []
+
+    async def main() -> None:
+        # The first event is locked while the worker's first claim runs, so that claim
+        # takes the second, a full batch of one, and the next claim resumes after it: the
+        # first event, given back by then, is behind that position.
+        locker = await psycopg.AsyncConnection.connect(db_url)
+        await locker.execute("select from inbox_work where event_id = %s for update", [first])
+
+        @router.on("shop")
+        async def ok(event: Event, conn: Any) -> None:
+            handled.append(event.id)
+            if event.id == second:
+                await locker.commit()
+
+        # No wake-ups and a poll that outlasts the test: only a look from the start finds
+        # the first event.
+        worker = Worker(
+            worker_url, router, settings(listen=False, poll_interval_seconds=600, batch_size=1)
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await await_for(lambda: len(handled) == 2, within=30, what="the event given back")
+            worker.request_stop()
+        await locker.close()
+
+    anyio.run(main)
+    assert handled == [second, first]
+    _all_processed(db_url)
