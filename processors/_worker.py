@@ -239,12 +239,10 @@ class Worker:
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
-                        if claimed == 0 and not cursor.from_start:
-                            # A resumed claim sees nothing behind its position (a row given
-                            # back, or committed late): look from the start before idling,
-                            # or such a row waits for the poll instead of the rescan.
-                            continue
-                        if claimed == 0:
+                        # Idle only after a claim from the start found nothing: a resumed
+                        # claim sees nothing behind its position (a row given back, or
+                        # committed late), which would then wait for the poll, not the rescan.
+                        if claimed == 0 and cursor.from_start:
                             # The table is the truth: a retry due before the next poll,
                             # scheduled by any process, sets the wait.
                             due_in = await self._store.next_due_in(session.side)

@@ -184,13 +184,8 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
 
 
 def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str) -> None:
-    # The claim counters churn (a row in and out per event) and autovacuum visits them at
-    # most once a minute. Vacuumed while a few counters were live, the table's statistics
-    # say ~150 rows a page; the planner scales that density to the table's size now, so
-    # tens of thousands of dead counters read as that many live ones, nearly every pending
-    # event as claimed. Planned as a join, the claim then read and sorted the whole queue
-    # to lock a batch (300-400 ms for 100,000 pending rows; a drain's claims of 29 s, which
-    # held a worker past SIGTERM): the counters are probed per candidate row instead.
+    # Statistics taken while a few counters were live, then 40,000 dead ones: why the
+    # counters are probed per candidate row is told beside claim_batch (sql/queries.sql).
     with psycopg.connect(db_url) as conn:
         conn.execute(
             "insert into inbox_events (source, idempotency_key, body, body_sha256)"
