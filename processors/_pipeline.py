@@ -60,7 +60,6 @@ class BatchPipeline:
         # the handlers' own Python outlasted the deadline.
         wait = max(self._deadline - time.monotonic(), SYNC_FLOOR_SECONDS)
         self._deadline = float("inf")
-        self._send.stop()
         clean = True
         try:
             async with asyncio.timeout(wait):
@@ -73,4 +72,6 @@ class BatchPipeline:
             await opened.__aexit__(None, None, None)
         except psycopg.Error:
             clean = False
+        finally:
+            self._send.stop()
         return clean and self._conn.pgconn.transaction_status != pq.TransactionStatus.INERROR

@@ -18,10 +18,20 @@ fetch, psycopg's BEGIN) always goes to psycopg's wait.
 Linux's ``TCP_CORK`` holds partial segments back until it is cleared (full segments still go
 at once): without it, each statement is a ``sendto`` that the server wakes up for, reads and
 runs alone. The socket is corked while the pipeline carries the async handlers' statements
-and uncorked before its sync, and before the first wait to read: nothing stays corked while
-psycopg waits for a reply, so no statement waits for the kernel's 200 ms limit on a cork.
+and uncorked before the first wait for the server (a handler's fetch, the sync's results):
+nothing stays corked while psycopg waits for a reply, so no statement waits for the kernel's
+200 ms limit on a cork.
 Where there is no TCP_CORK (not Linux) or the socket is not TCP (a Unix socket), nothing is
 corked; the waits are answered all the same.
+
+The hook also finishes a send before any wait to read. psycopg (3.3.9) ends a pipeline's
+send once it has no statement left to queue, even when libpq still holds part of the last one
+unsent, and then waits for the results only: a statement larger than the kernel's socket
+buffers (a few hundred KB on a Unix socket, a few MB over TCP; a webhook's body a handler
+stores) leaves the server waiting for its rest and the worker for its results, until the
+handler's time limit. So the hook stays on through the pipeline's sync and its exit, and a
+wait to read while libpq holds unsent bytes first sends them, reading what the server sends
+meanwhile, as psycopg's own send does.
 
 The hook is an attribute of the connection object, not a subclass: a host that instruments
 psycopg (OpenTelemetry's instrumentor replaces ``AsyncConnection.connect``) gets plain
@@ -37,6 +47,7 @@ from typing import Any
 
 import psycopg
 from psycopg.abc import RV, PQGen
+from psycopg.pq.abc import PGconn
 from psycopg.waiting import Ready, Wait
 
 __all__ = ["PipelineSend"]
@@ -45,6 +56,7 @@ _TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)
 _TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 _WAIT_W = int(Wait.W)
 _READY_W = int(Ready.W)
+_READY_R = int(Ready.R)
 # Never keep the event loop from running for longer than this (psycopg's own wait gives it
 # a turn as often): the worker's other claim loops, its listener and a handler's time limit
 # run on it.
@@ -72,17 +84,28 @@ def _set_cork(fd: int, on: bool) -> bool:
     return True
 
 
-def _resumed(gen: PQGen[RV], state: Wait) -> PQGen[RV]:
-    """``gen``, already started and waiting in ``state``, for psycopg's wait to go on with."""
+def _resumed(gen: PQGen[RV], state: Wait, pgconn: PGconn) -> PQGen[RV]:
+    """``gen``, already started and waiting in ``state``, for psycopg's wait to go on with;
+    a wait to read while libpq holds unsent bytes sends them first (see the module's
+    docstring), reading what the server sends meanwhile, as psycopg's own send does: the
+    server may be waiting to send before it reads on."""
     try:
         while True:
-            state = gen.send((yield state))
+            if state & _WAIT_W or not pgconn.flush():
+                state = gen.send((yield state))
+                continue
+            while pgconn.flush():
+                if (yield Wait.RW) & _READY_R:
+                    pgconn.consume_input()
+            # What was read meanwhile is in libpq's buffer, where a wait for the socket
+            # would not see it: the generator looks there first.
+            state = gen.send(_READY_R)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
 
 class PipelineSend:
-    """``start()`` once a pipeline is open; ``stop()`` before its sync."""
+    """``start()`` once a pipeline is open; ``stop()`` once it is closed (synced and left)."""
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._conn = conn
@@ -131,4 +154,4 @@ class PipelineSend:
         # corked meanwhile.
         self.uncork()
         conn = self._conn
-        return await type(conn).wait(conn, _resumed(gen, state), *args, **kwargs)
+        return await type(conn).wait(conn, _resumed(gen, state, pgconn), *args, **kwargs)

@@ -157,3 +157,39 @@ def test_sync_handlers_meet_no_open_pipeline_and_reads_see_the_batch(db_url: str
     assert counted == [1, 2, 3, 4, 5, 6]
     outcomes = attempt_outcomes(db_url)
     assert outcomes == {i: [("processed", None)] for i in paid + refunded}
+
+
+def test_a_statement_larger_than_the_sockets_buffers_is_sent_whole_before_the_sync(
+    db_url: str,
+) -> None:
+    # psycopg (3.3.9) ends a pipeline's send once nothing is left to queue, even when libpq
+    # still holds unsent bytes, and then waits for the sync's results only: with a statement
+    # larger than the kernel's socket buffers (a few hundred KB on a Unix socket, 4 MB over
+    # TCP here), the server waits for the rest of it and the worker for the results, until
+    # the handler's time limit. A webhook's body stored by its handler is such a statement.
+    create_business_table(db_url)
+    ids = write_events(db_url, 3)
+    size = 16 * 1024 * 1024
+    router = Router()
+
+    @router.on("shop", timeout_seconds=10)
+    async def keep(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(
+            "insert into payments (event_id, note) values (%s, %s)", [event.id, "x" * size]
+        )
+
+    metrics = run_worker_until(
+        db_url,
+        router,
+        all_attempted(db_url, 3),
+        worker_settings=settings(**NO_RETRY_SOON),
+    )
+
+    assert attempt_outcomes(db_url) == {i: [("processed", None)] for i in ids}
+    assert (
+        scalar(db_url, "select array_agg(length(note) order by event_id) from payments")
+        == [size] * 3
+    )
+    # One pipelined batch, on one connection: no time limit was reached on the way.
+    assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
+    assert metrics.registry.get_sample_value("inbox_worker_reconnects_total") in (None, 0.0)

@@ -215,7 +215,7 @@ async def test_a_send_the_kernel_cannot_take_waits_for_the_socket_instead_of_spi
 
     conn = await psycopg.AsyncConnection.connect(pausing_proxy.conninfo())
     send = PipelineSend(conn)
-    big = "x" * 300_000
+    big = "x" * 1_000_000
     try:
         await conn.execute("select 0")
         async with conn.pipeline() as pipeline:
@@ -236,9 +236,9 @@ async def test_a_send_the_kernel_cannot_take_waits_for_the_socket_instead_of_spi
             assert not flooding.done()  # blocked on the socket, not spinning on
             pausing_proxy.resume()
             cursors = await asyncio.wait_for(flooding, timeout=60)
+            await asyncio.wait_for(pipeline.sync(), timeout=60)
             send.stop()
-            await pipeline.sync()
-            assert [await cursor.fetchone() for cursor in cursors] == [(300_000,)] * len(cursors)
+            assert [await cursor.fetchone() for cursor in cursors] == [(1_000_000,)] * len(cursors)
     finally:
         pausing_proxy.resume()
         await conn.close()
