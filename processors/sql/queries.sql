@@ -60,9 +60,13 @@ from (
                   order by h.priority, h.order_at, h.event_id
                   limit 1
               )
+              -- Probed per candidate row too: without OFFSET 0 the planner may instead hash
+              -- the whole counters table once a claim (cheap for the few live counters its
+              -- statistics saw), reading every dead counter of a bloated table each time.
               and not exists (
                   select from inbox_claims k
                   where k.source = inbox_work.source and k.ordering_key = inbox_work.ordering_key
+                  offset 0
               )
           )
       )

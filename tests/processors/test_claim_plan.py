@@ -211,3 +211,41 @@ def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str)
     # The batch's rows, not the queue's.
     assert work_scans[0]["Actual Rows"] <= 100
     assert plan["Plan"]["Actual Rows"] == 100
+
+
+def test_an_ordered_claim_probes_the_key_slots_when_the_claim_counters_bloat(db_url: str) -> None:
+    # As above, with every event ordered (5,000 keys): the key slots' NOT EXISTS, under an
+    # OR, had a hashed alternative the planner took for the few counters its statistics
+    # saw, and every claim read the whole bloated table to build it.
+    with psycopg.connect(db_url) as conn:
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+            " select 'shop', 'k' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        )
+        conn.execute(
+            "insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)"
+            " select id, 'shop', 'key' || (id % 5000), now(), 'hold' from inbox_events"
+        )
+        conn.execute(
+            "insert into inbox_claims (event_id, source, ordering_key)"
+            " select g, 'shop', 'live' || g from generate_series(-300, -1) g"
+        )
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("vacuum analyze")
+        conn.execute(
+            "insert into inbox_claims (event_id, source, ordering_key)"
+            " select g, 'shop', 'gone' || g from generate_series(1000000, 1040000) g"
+        )
+        conn.execute("delete from inbox_claims where event_id >= 1000000")
+    plan = _explain(db_url)
+    claims_scans = [
+        (n["Node Type"], n.get("Index Name"))
+        for n in _nodes(plan["Plan"])
+        if n.get("Relation Name") == "inbox_claims"
+    ]
+    assert claims_scans == [
+        ("Index Only Scan", "inbox_claims_pkey"),
+        ("Index Only Scan", "inbox_claims_key"),
+    ]
+    assert plan["Plan"]["Actual Rows"] == 100
