@@ -62,16 +62,18 @@ class BatchPipeline:
         self._deadline = float("inf")
         clean = True
         try:
-            async with asyncio.timeout(wait):
-                await pipeline.sync()
-        except (psycopg.Error, TimeoutError):
-            clean = False
-        try:
-            # Nothing is in flight now: leaving syncs once more, which raises only if the
-            # connection is gone (then the undo fails too and the batch rolls back whole).
-            await opened.__aexit__(None, None, None)
-        except psycopg.Error:
-            clean = False
+            try:
+                async with asyncio.timeout(wait):
+                    await pipeline.sync()
+            except (psycopg.Error, TimeoutError):
+                clean = False
+            try:
+                # Nothing is in flight now: leaving syncs once more, which raises only if the
+                # connection is gone (then the undo fails too and the batch rolls back whole).
+                await opened.__aexit__(None, None, None)
+            except psycopg.Error:
+                clean = False
         finally:
+            # However the sync ends (a worker's shutdown cancels it too).
             self._send.stop()
         return clean and self._conn.pgconn.transaction_status != pq.TransactionStatus.INERROR

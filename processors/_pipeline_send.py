@@ -95,7 +95,8 @@ def _resumed(gen: PQGen[RV], state: Wait, pgconn: PGconn) -> PQGen[RV]:
                 state = gen.send((yield state))
                 continue
             while pgconn.flush():
-                if (yield Wait.RW) & _READY_R:
+                # None when psycopg's wait starts this generator again (after a cancel).
+                if ((yield Wait.RW) or 0) & _READY_R:
                     pgconn.consume_input()
             # What was read meanwhile is in libpq's buffer, where a wait for the socket
             # would not see it: the generator looks there first.

@@ -19,9 +19,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.waiting import Ready, Wait
 
 from processors import Event, Router
-from processors._pipeline_send import MAX_BUSY_SECONDS, PipelineSend
+from processors._pipeline import BatchPipeline
+from processors._pipeline_send import MAX_BUSY_SECONDS, PipelineSend, _resumed
 from tests._proxy import CommitCutter, PausingProxy, PostgresProxy
 from tests._wait import scalar
 from tests.processors._support import (
@@ -275,5 +277,57 @@ async def test_the_event_loop_gets_its_turns_while_statements_are_sent(worker_ur
         stop.set()
         await counting
         assert counted >= 2, f"{sent} statements in a row gave the loop {counted} turns"
+    finally:
+        await conn.close()
+
+
+def test_a_send_before_a_read_goes_on_when_psycopg_starts_it_again() -> None:
+    # After a cancel, psycopg's wait starts the same generator again (``next``, so a None
+    # where a readiness is awaited): a wait to read that is still sending what libpq holds
+    # must go on sending, not fail, which would close the connection. libpq's side is
+    # played by a stand-in here: on a real server, the moment a sync's deadline lands
+    # while the server has stopped reading mid-statement depends on the socket's buffers.
+    class Libpq:
+        unsent = 3
+        consumed = 0
+
+        def flush(self) -> int:
+            return 1 if self.unsent else 0
+
+        def consume_input(self) -> None:
+            self.consumed += 1
+
+    def fetch() -> Iterator[Any]:
+        ready = yield Wait.R
+        return ready
+
+    libpq = Libpq()
+    gen = fetch()
+    sending = _resumed(gen, next(gen), libpq)  # type: ignore[arg-type]
+    assert next(sending) == Wait.RW  # sending first
+    assert next(sending) == Wait.RW  # started again after a cancel: still sending
+    assert sending.send(Ready.R) == Wait.RW  # what the server sent meanwhile is read
+    assert libpq.consumed == 1
+    libpq.unsent = 0
+    with pytest.raises(StopIteration) as done:
+        sending.send(Ready.W)
+    # The read goes on from what libpq has read already.
+    assert done.value.value == Ready.R
+
+
+@pytest.mark.anyio
+async def test_a_sync_cancelled_from_outside_leaves_no_hook(db_url: str) -> None:
+    # A worker's shutdown cancels whatever it awaits, a batch's closing sync included.
+    conn = await psycopg.AsyncConnection.connect(db_url)
+    try:
+        pipe = BatchPipeline(conn)
+        await pipe.open(30.0)
+        await conn.execute("select pg_sleep(1)")
+        closing = asyncio.ensure_future(pipe.close())
+        await asyncio.sleep(0)  # (a turn, so that the sync is under way; not a wait for time)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        assert "wait" not in conn.__dict__
     finally:
         await conn.close()
