@@ -94,10 +94,13 @@ def _resumed(gen: PQGen[RV], state: Wait, pgconn: PGconn) -> PQGen[RV]:
             if state & _WAIT_W or not pgconn.flush():
                 state = gen.send((yield state))
                 continue
-            while pgconn.flush():
+            # The flush above sent what the kernel took; wait for room for the rest.
+            while True:
                 # None when psycopg's wait starts this generator again (after a cancel).
                 if ((yield Wait.RW) or 0) & _READY_R:
                     pgconn.consume_input()
+                if not pgconn.flush():
+                    break
             # What was read meanwhile is in libpq's buffer, where a wait for the socket
             # would not see it: the generator looks there first.
             state = gen.send(_READY_R)
