@@ -7,6 +7,7 @@ as a simple query ("Q") or, from a pipeline, as the Parse ("P") of the extended 
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 from contextlib import suppress
@@ -205,22 +206,35 @@ class HoldingProxy(_ClientSideProxy):
 class PausingProxy(_ClientSideProxy):
     """Forwards everything, but from ``pause()`` until ``resume()`` reads nothing from its
     clients: what a client sends stays in the kernel's buffers until they are full, as with a
-    server that stopped reading."""
+    server that stopped reading. Once ``pause()`` returns, no read is under way (a read
+    already waiting would otherwise take the next write)."""
 
     def __init__(self, conninfo: str, *, unix_dir: Path | None = None) -> None:
-        self.reading = threading.Event()
-        self.reading.set()
+        self._gate = threading.Lock()  # held by pause(), and by a pump around each read
+        self._paused = False
         super().__init__(conninfo, unix_dir=unix_dir)
 
     def pause(self) -> None:
-        self.reading.clear()
+        if not self._paused:
+            self._gate.acquire()
+            self._paused = True
 
     def resume(self) -> None:
-        self.reading.set()
+        if self._paused:
+            self._paused = False
+            self._gate.release()
 
     def _forward_clients(self, source: socket.socket, sink: socket.socket) -> None:
-        with suppress(OSError):
-            while self.reading.wait() and (data := source.recv(65536)):
+        with suppress(OSError, ValueError):  # ValueError: select on a closed socket
+            while True:
+                with self._gate:
+                    # A bounded wait, so that pause() gets the gate between reads.
+                    readable, _, _ = select.select([source], [], [], 0.05)
+                    if not readable:
+                        continue
+                    data = source.recv(65536)
+                if not data:
+                    break
                 sink.sendall(data)
         close_both(source, sink)
 

@@ -15,6 +15,7 @@ import pytest
 from psycopg import pq
 
 from processors import Event, Retry, Router
+from processors._pipeline_send import HOLD_MAX
 from tests._wait import scalar
 from tests.processors._support import (
     NO_RETRY_SOON,
@@ -193,3 +194,56 @@ def test_a_statement_larger_than_the_sockets_buffers_is_sent_whole_before_the_sy
     # One pipelined batch, on one connection: no time limit was reached on the way.
     assert metrics.registry.get_sample_value("inbox_batches_total") == 1.0
     assert metrics.registry.get_sample_value("inbox_worker_reconnects_total") in (None, 0.0)
+
+
+def test_held_statements_keep_their_place_among_reads_and_savepoints(db_url: str) -> None:
+    # The shared pass holds statements in the worker and sends them together
+    # (processors._pipeline_send): more than it holds at once, the same statement past
+    # psycopg's prepare threshold, a read, and a savepoint the handler rolls back must all
+    # reach the server in the order the handler made them.
+    create_business_table(db_url)
+    ids = write_events(db_url, 4)
+    writes = 2 * HOLD_MAX + 3
+    counted: list[int] = []
+    pipelined: list[bool] = []
+    router = Router()
+
+    class Undone(Exception):
+        pass
+
+    @router.on("shop")
+    async def pay(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        pipelined.append(conn.pgconn.pipeline_status != pq.PipelineStatus.OFF)
+        for n in range(writes):
+            await conn.execute(
+                "insert into payments (event_id, amount, note) values (%s, %s, 'held')",
+                [event.id, n],
+            )
+        cursor = await conn.execute("select count(*) from payments where event_id = %s", [event.id])
+        row = await cursor.fetchone()
+        assert row is not None
+        counted.append(row[0])
+        # A savepoint taken after the writes above: rolling back to it keeps them.
+        try:
+            async with conn.transaction():
+                await conn.execute(
+                    "insert into payments (event_id, note) values (%s, 'undone')", [event.id]
+                )
+                raise Undone
+        except Undone:
+            pass
+        await conn.execute("insert into payments (event_id, note) values (%s, 'after')", [event.id])
+
+    run_worker_until(db_url, router, all_attempted(db_url, 4))
+
+    assert attempt_outcomes(db_url) == {i: [("processed", None)] for i in ids}
+    assert pipelined == [True] * 4
+    assert counted == [writes] * 4
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            "select event_id, note, array_agg(amount order by amount) from payments"
+            " group by event_id, note order by event_id, note"
+        ).fetchall()
+    assert rows == [
+        row for i in ids for row in [(i, "after", [None]), (i, "held", list(range(writes)))]
+    ]

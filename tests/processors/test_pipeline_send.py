@@ -9,10 +9,12 @@ choice whatever server the suite runs on.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import shutil
 import socket
 import sys
 import tempfile
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from psycopg.waiting import Ready, Wait
 
 from processors import Event, Router
 from processors._pipeline import BatchPipeline
-from processors._pipeline_send import MAX_BUSY_SECONDS, PipelineSend, _resumed
+from processors._pipeline_send import HOLD_MAX, MAX_BUSY_SECONDS, PipelineSend, _resumed
 from tests._proxy import CommitCutter, PausingProxy, PostgresProxy
 from tests._wait import scalar
 from tests.processors._support import (
@@ -241,6 +243,63 @@ async def test_a_send_the_kernel_cannot_take_waits_for_the_socket_instead_of_spi
             await asyncio.wait_for(pipeline.sync(), timeout=60)
             send.stop()
             assert [await cursor.fetchone() for cursor in cursors] == [(1_000_000,)] * len(cursors)
+    finally:
+        pausing_proxy.resume()
+        await conn.close()
+
+
+def _unread(conn: psycopg.AsyncConnection[Any]) -> int:
+    """Bytes the connection's socket holds that its peer has not taken (SIOCOUTQ)."""
+    out = bytearray(4)
+    fcntl.ioctl(conn.pgconn.socket, termios.TIOCOUTQ, out)
+    return int.from_bytes(out, sys.byteorder)
+
+
+@pytest.mark.anyio
+async def test_statements_stay_in_the_worker_until_the_pass_needs_them_sent(
+    pausing_proxy: PausingProxy,
+) -> None:
+    # The proxy reads nothing meanwhile, so whatever the worker writes stays in the socket
+    # (corked over TCP, unread over a Unix socket) where it can be counted.
+    conn = await psycopg.AsyncConnection.connect(pausing_proxy.conninfo())
+    send = PipelineSend(conn)
+    try:
+        await conn.execute("select 0")
+        async with conn.pipeline() as pipeline:
+            send.start()
+            pausing_proxy.pause()
+            # Not prepared, so that each is one command (psycopg would queue a PREPARE
+            # besides the fifth).
+            held = [
+                await conn.execute("select %s::int", [n], prepare=False)
+                for n in range(HOLD_MAX - 1)
+            ]
+            unread_held = _unread(conn)
+            # The HOLD_MAX-th goes with them, in one write.
+            held.append(await conn.execute("select %s::int", [HOLD_MAX - 1], prepare=False))
+            unread_sent = _unread(conn)
+            # Read before any assertion: a failure that left the proxy paused would hang
+            # in the pipeline's exit.
+            pausing_proxy.resume()
+            assert unread_held == 0
+            assert unread_sent > 0
+            second = [await conn.execute("select %s::int", [n]) for n in range(3)]
+            # A fetch sends what is held before it asks for results.
+            assert await second[2].fetchone() == (2,)
+            assert [(await c.fetchone()) for c in held + second[:2]] == [
+                (n,) for n in range(HOLD_MAX)
+            ] + [(0,), (1,)]
+            pausing_proxy.pause()
+            last = await conn.execute("select 'last'")
+            unread_held = _unread(conn)
+            pausing_proxy.resume()
+            assert unread_held == 0
+            await pipeline.sync()  # sends it
+            assert await last.fetchone() == ("last",)
+            # Held when the hook comes off: psycopg's own queue has it, and leaving sends it.
+            after = await conn.execute("select 'after'")
+            send.stop()
+        assert await after.fetchone() == ("after",)
     finally:
         pausing_proxy.resume()
         await conn.close()
