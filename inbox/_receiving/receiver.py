@@ -321,12 +321,11 @@ class Receiver:
             return ReceiverResponse(
                 200, body, content_type, outcome, event_id=result.event_id, headers=headers
             )
-        return _json_reply(
-            200,
-            {"status": outcome, "event_id": result.event_id},
-            outcome=outcome,
-            event_id=result.event_id,
-            headers=headers,
+        # The body json.dumps would write, formatted: the reply to every acknowledged
+        # delivery, where the encoder's machinery was a noticeable share of the CPU.
+        body = b'{"status":"%s","event_id":%d}' % (outcome.encode(), result.event_id)
+        return ReceiverResponse(
+            200, body, "application/json", outcome, event_id=result.event_id, headers=headers
         )
 
     def write_failed(self, pending: PendingWrite, reason: str, error: str) -> ReceiverResponse:

@@ -283,3 +283,71 @@ def test_a_database_that_hangs_gives_503_and_nothing_commits(
         assert response.status_code == 503
         assert elapsed < 10.0  # bounded: 0.5 s timeout, generous for a loaded machine
     assert count_events(db_url) == 0
+
+
+@pytest.mark.parametrize(
+    ("root_path", "path"),
+    [
+        ("", "/webhooks/sw"),
+        ("", "/webhooks/"),
+        ("", "/webhooks"),
+        ("", "/webhooks/sw/extra"),
+        ("", "/webhooks/sw/"),
+        ("", "/healthz"),
+        ("", "/other/webhooks/sw"),
+        ("/inbox", "/inbox/webhooks/sw"),
+        ("/inbox", "/inboxes/webhooks/sw"),
+        ("/inbox", "/webhooks/sw"),  # a server that leaves root_path out of path
+        ("/webhooks/sw", "/webhooks/sw"),
+        ("/webhooks", "/webhooks/webhooks/sw"),
+    ],
+)
+def test_the_short_way_to_the_webhook_route_matches_as_starlette_does(
+    root_path: str, path: str
+) -> None:
+    from starlette.routing import Match, Route
+
+    from inbox.contrib._asgi import _webhook_source
+
+    scope = {"type": "http", "method": "POST", "path": path, "root_path": root_path}
+    match, child = Route("/webhooks/{source}", _nothing, methods=["POST"]).matches(dict(scope))
+    expected = child["path_params"]["source"] if match is Match.FULL else None
+    assert _webhook_source(scope) == expected
+
+
+def test_middleware_a_host_adds_sees_every_webhook(settings: Settings, db_url: str) -> None:
+    from starlette.middleware.base import BaseHTTPMiddleware
+
+    seen: list[str] = []
+
+    async def record(request: Any, call_next: Any) -> Any:
+        seen.append(request.url.path)
+        return await call_next(request)
+
+    app = create_app(settings)
+    app.add_middleware(BaseHTTPMiddleware, dispatch=record)
+    with TestClient(app) as client:
+        assert post(client, settings, "sw").status_code == 200
+    assert seen == ["/webhooks/sw"]
+    assert count_events(db_url) == 1
+
+
+def test_the_signed_url_follows_each_request(settings: Settings) -> None:
+    from inbox.contrib._asgi import _WebhookEndpoint
+
+    endpoint = _WebhookEndpoint(create_app(settings).state.receiver, None)  # type: ignore[arg-type]
+
+    def url(host: str, query: bytes, server: Any = ("10.0.0.1", 8000)) -> str:
+        scope = {"scheme": "https", "server": server, "path": "/webhooks/tw", "query_string": query}
+        scope["headers"] = [(b"host", host.encode())]
+        return endpoint._url(scope, {"host": host})
+
+    assert url("a.example", b"") == "https://a.example/webhooks/tw"
+    assert url("a.example", b"x=1") == "https://a.example/webhooks/tw?x=1"
+    assert url("b.example:8443", b"x=1") == "https://b.example:8443/webhooks/tw?x=1"
+    assert url("a.example", b"") == "https://a.example/webhooks/tw"  # remembered, unchanged
+    assert url("", b"", ["10.0.0.1", 8000]) == "https://10.0.0.1:8000/webhooks/tw"
+
+
+def _nothing(request: Any) -> None:
+    return None
