@@ -25,7 +25,7 @@ CLAIM_SIZE = 64
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
     from processors._savepoints import BATCH_SAVEPOINT
-    from processors._store import CLAIM_BATCH, START, WorkStore
+    from processors._store import CLAIM_BATCH, START, WorkStore, claim_params
 
     store = WorkStore()
     times = []
@@ -42,12 +42,7 @@ async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]
             await conn.rollback()
         cur = await conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH,  # type: ignore[operator]
-            {
-                "batch_size": CLAIM_SIZE,
-                **dict(
-                    zip(("after_priority", "after_run_at", "after_event_id"), START, strict=True)
-                ),
-            },
+            claim_params(CLAIM_SIZE, START),
         )
         row = await cur.fetchone()
         await conn.rollback()

@@ -83,10 +83,17 @@ Position = tuple[int, datetime, int]
 START: Position = (-32768, datetime.min.replace(tzinfo=UTC), 0)
 
 
+# A claim looks at no more than this many batches' worth of pending rows (see claim_batch):
+# an ordered backlog's followers of keys in flight are passed a window at a time.
+CLAIM_WINDOW_BATCHES = 8
+
+
 def claim_params(batch_size: int, after: Position = START) -> dict[str, Any]:
-    """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``."""
+    """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``,
+    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows."""
     return {
         "batch_size": batch_size,
+        "window": CLAIM_WINDOW_BATCHES * batch_size,
         "after_priority": after[0],
         "after_run_at": after[1],
         "after_event_id": after[2],
@@ -102,6 +109,8 @@ class Claim:
     batch: list[ClaimedEvent]
     suspect_waiting: bool
     last: Position | None = None
+    window_end: Position | None = None
+    """The last position the claim looked at; None when it looked to the queue's end."""
 
 
 class ClaimCursor:
@@ -110,12 +119,15 @@ class ClaimCursor:
     A settled work row leaves a dead entry in the index until vacuum removes it, and a claim
     from the index's start walks every one: draining a 1,000,000-event backlog, the claim
     grew from 3 to 25 ms as the dead prefix grew. So after a full batch the next claim
-    resumes after that batch's last row. What a resumed scan cannot see (a row behind the
-    position: committed late with an earlier run_at, given back by a worker that died or a
-    batch released unrun, a new live event while the loop was among the replays) is found
-    by the scan from the start, which runs after any short batch and at least every
-    ``rescan_seconds`` — so such a row waits at most that long, and no longer than before
-    when the queue is short.
+    resumes after that batch's last row. A claim looks at one window of pending rows (see
+    claim_batch); one that comes back short of a batch without reaching the queue's end
+    resumes after its window, so an ordered backlog whose first rows wait for keys in flight
+    is swept a window at a time. What a resumed scan cannot see (a row behind the position:
+    committed late with an earlier run_at, given back by a worker that died or a batch
+    released unrun, a new live event while the loop was among the replays, a follower whose
+    key's head has settled) is found by the scan from the start, which runs once a window
+    reaches the queue's end and at least every ``rescan_seconds`` — so such a row waits at
+    most that long, and no longer than before when the queue is short.
     """
 
     def __init__(self, rescan_seconds: float = 1.0) -> None:
@@ -135,9 +147,12 @@ class ClaimCursor:
         return self._after
 
     def claimed(self, claim: Claim, batch_size: int) -> None:
-        """Resume after a full batch; rescan from the start after a short one."""
-        full = len(claim.batch) == batch_size and claim.last is not None
-        self._after = claim.last if full and claim.last is not None else START
+        """Resume after a full batch, or after the window of a short one; rescan from the
+        start once a window reached the queue's end."""
+        if len(claim.batch) == batch_size and claim.last is not None:
+            self._after = claim.last
+        else:
+            self._after = START if claim.window_end is None else claim.window_end
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,11 +269,15 @@ class WorkStore:
                 await conn.execute(then)
             rows = await cursor.fetchall()
             suspect_waiting = look_for_suspect and bool(await suspects.fetchall())
-        last = (rows[-1][-2], rows[-1][-1], rows[-1][0]) if rows else None  # see claim_batch
+        # Each row ends with its position; the one row that is no event (attempts null) is
+        # the window's end (see claim_batch).
+        events = [row for row in rows if row[1] is not None]
+        [end] = [row for row in rows if row[1] is None]
         return Claim(
-            batch=[_claimed_event(row) for row in rows],
+            batch=[_claimed_event(row) for row in events],
             suspect_waiting=suspect_waiting,
-            last=last,
+            last=(events[-1][-2], events[-1][-1], events[-1][0]) if events else None,
+            window_end=None if end[-1] is None else (end[-2], end[-1], end[0]),
         )
 
     async def next_due_in(self, conn: AsyncConn) -> float | None:

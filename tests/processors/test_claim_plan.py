@@ -7,9 +7,7 @@ from typing import Any
 
 import psycopg
 
-from processors._store import CLAIM_BATCH, START
-
-FROM_START = dict(zip(("after_priority", "after_run_at", "after_event_id"), START, strict=True))
+from processors._store import CLAIM_BATCH, START, Position, claim_params
 
 PENDING = 500
 
@@ -36,11 +34,11 @@ def _load(url: str, history: int) -> None:
         conn.execute("vacuum analyze")
 
 
-def _explain(url: str, after: dict[str, Any] = FROM_START) -> dict[str, Any]:
+def _explain(url: str, after: Position = START, batch_size: int = 100) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH,
-            {"batch_size": 100, **after},
+            claim_params(batch_size, after),
         ).fetchone()
         conn.rollback()  # EXPLAIN ANALYZE took the row locks; give them back
     assert row is not None
@@ -59,6 +57,10 @@ def _blocks(node: dict[str, Any]) -> int:
     return int(node["Shared Hit Blocks"]) + int(node["Shared Read Blocks"])
 
 
+def _work_scans(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in _nodes(node) if n.get("Relation Name") == "inbox_work"]
+
+
 def _claim_node(plan: dict[str, Any]) -> dict[str, Any]:
     """The locking scan of inbox_work: the claim proper, before the log is joined."""
     [locking] = [n for n in _nodes(plan["Plan"]) if n["Node Type"] == "LockRows"]
@@ -68,12 +70,16 @@ def _claim_node(plan: dict[str, Any]) -> dict[str, Any]:
 def test_the_claim_walks_the_partial_index(db_url: str, worker_url: str) -> None:
     _load(db_url, history=1000)
     plan = _explain(worker_url)
-    work_scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "inbox_work"]
+    work_scans = _work_scans(_claim_node(plan))
     assert work_scans[0]["Node Type"] == "Index Scan"
     assert work_scans[0]["Index Name"] == "inbox_work_claim"
     # The only other scan is the head probe of ordered events, which no row here needs.
     assert [(n["Index Name"], n["Actual Loops"]) for n in work_scans[1:]] == [("inbox_work_key", 0)]
-    assert plan["Plan"]["Actual Rows"] == 100
+    assert _claim_node(plan)["Actual Rows"] == 100
+    # The window's end is found in the same index, reading the window's entries alone.
+    [window] = [n for n in _work_scans(plan["Plan"]) if n not in work_scans]
+    assert (window["Node Type"], window["Index Name"]) == ("Index Only Scan", "inbox_work_claim")
+    assert window["Actual Rows"] <= 8 * 100
 
 
 def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
@@ -143,11 +149,10 @@ def test_a_resumed_claim_does_not_walk_the_dead_entries_of_settled_rows(db_url: 
             " returning priority, run_at, event_id"
         ).fetchall()
         conn.commit()
-    last = max(settled)
-    resumed = dict(zip(("after_priority", "after_run_at", "after_event_id"), last, strict=True))
+    resumed = max(settled)
     _explain(db_url)  # the first scan from the start marks the dead entries as such
     from_start, from_last = _explain(db_url), _explain(db_url, resumed)
-    assert from_start["Plan"]["Actual Rows"] == from_last["Plan"]["Actual Rows"] == 100
+    assert _claim_node(from_start)["Actual Rows"] == _claim_node(from_last)["Actual Rows"] == 100
     start_blocks, resumed_blocks = _blocks(_claim_node(from_start)), _blocks(_claim_node(from_last))
     # From the start, the scan walks the dead entries' leaf pages (~100 for 20,000); resumed
     # after the last settled row, it reads what it read before they existed.
@@ -160,9 +165,13 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
 
     from processors._store import Claim, ClaimCursor
 
-    def claim(n: int, last: int) -> Claim:
-        at = datetime(2026, 1, 1, tzinfo=UTC)
-        return Claim(batch=[object()] * n, suspect_waiting=False, last=(0, at, last))  # type: ignore[list-item]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def claim(n: int, last: int, window_end: int | None = None) -> Claim:
+        end = None if window_end is None else (0, at, window_end)
+        return Claim(
+            batch=[object()] * n, suspect_waiting=False, last=(0, at, last), window_end=end
+        )  # type: ignore[list-item]
 
     cursor = ClaimCursor(rescan_seconds=1.0)
     assert cursor.start(100.0) == START
@@ -181,6 +190,13 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     assert cursor.from_start
     cursor.claimed(claim(0, last=0), 64)
     assert cursor.start(101.5) == START
+    # A short batch whose window stopped before the queue's end: the sweep goes on after it.
+    cursor.claimed(claim(3, last=40, window_end=512), 64)
+    assert cursor.start(101.6) == (0, at, 512)
+    cursor.claimed(claim(0, last=0, window_end=1024), 64)
+    assert cursor.start(101.7) == (0, at, 1024)
+    cursor.claimed(claim(0, last=0), 64)  # this window reached the queue's end
+    assert cursor.start(101.8) == START
 
 
 def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str) -> None:
@@ -203,14 +219,14 @@ def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str)
         )
         conn.execute("delete from inbox_claims where event_id >= 1000000")
     plan = _explain(db_url)
-    work_scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "inbox_work"]
+    work_scans = _work_scans(_claim_node(plan))
     assert (work_scans[0]["Node Type"], work_scans[0].get("Index Name")) == (
         "Index Scan",
         "inbox_work_claim",
     )
     # The batch's rows, not the queue's.
     assert work_scans[0]["Actual Rows"] <= 100
-    assert plan["Plan"]["Actual Rows"] == 100
+    assert _claim_node(plan)["Actual Rows"] == 100
 
 
 def test_an_ordered_claim_probes_the_key_slots_when_the_claim_counters_bloat(db_url: str) -> None:
@@ -248,4 +264,4 @@ def test_an_ordered_claim_probes_the_key_slots_when_the_claim_counters_bloat(db_
         ("Index Only Scan", "inbox_claims_pkey"),
         ("Index Only Scan", "inbox_claims_key"),
     ]
-    assert plan["Plan"]["Actual Rows"] == 100
+    assert _claim_node(plan)["Actual Rows"] == 100

@@ -13,7 +13,13 @@ import pytest
 from psycopg.rows import tuple_row
 
 from inbox import InboxWriter
-from processors._store import CLAIM_BATCH, CLAIM_SUSPECT, COUNT_CLAIMS, claim_params
+from processors._store import (
+    CLAIM_BATCH,
+    CLAIM_SUSPECT,
+    CLAIM_WINDOW_BATCHES,
+    COUNT_CLAIMS,
+    claim_params,
+)
 from processors.testing import COUNT_DUE
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -48,7 +54,7 @@ def conns(db_url: str) -> Iterator[list[psycopg.Connection[Any]]]:
 def claim(conn: psycopg.Connection[Any], size: int = 64) -> list[int]:
     """Claim in ``conn``'s open transaction (its locks stay until commit or rollback)."""
     rows = conn.execute(CLAIM_BATCH, claim_params(size)).fetchall()
-    return [int(r[0]) for r in rows]
+    return [int(r[0]) for r in rows if r[1] is not None]  # not the window's end (no event)
 
 
 def claims(url: str, batch: list[tuple[int, str | None]], worker: str = "w") -> set[int]:
@@ -189,7 +195,7 @@ def _explain(url: str, size: int) -> tuple[dict[str, Any], list[Any]]:
     import json
 
     with psycopg.connect(url) as conn:
-        rows = conn.execute(CLAIM_BATCH, claim_params(size)).fetchall()
+        rows = [r for r in conn.execute(CLAIM_BATCH, claim_params(size)) if r[1] is not None]
         conn.rollback()
         [plan] = conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH, claim_params(size)
@@ -220,10 +226,17 @@ def test_the_ordered_claim_is_index_driven_and_takes_one_head_per_key(
     # The walk in claim order (with an early stop), and the head probes: no table scan.
     assert {n["Node Type"] for n in scans} <= {"Index Scan", "Index Only Scan"}
     assert {n["Index Name"] for n in scans} == {"inbox_work_claim", "inbox_work_key"}
-    [walk] = [n for n in scans if n["Index Name"] == "inbox_work_claim"]
+    # The walk is the Index Scan; the Index Only Scan finds the window's end.
+    [walk] = [
+        n for n in scans if (n["Index Name"], n["Node Type"]) == ("inbox_work_claim", "Index Scan")
+    ]
     if keys >= 64:
         # Heads are plentiful: the walk stops after a few rows per head found.
         assert walk["Actual Rows"] <= 4 * 64
+    else:
+        # Too few heads for a batch: the walk stops at the window's end, not the queue's.
+        assert walk["Actual Rows"] + walk["Rows Removed by Filter"] <= CLAIM_WINDOW_BATCHES * 64
+        assert keys * per_key > CLAIM_WINDOW_BATCHES * 64
     # Each head test is one probe of inbox_work_key: a few blocks, not the key's backlog.
     probes = [n for n in scans if n.get("Index Name") == "inbox_work_key"]
     for probe in probes:
@@ -231,3 +244,39 @@ def test_the_ordered_claim_is_index_driven_and_takes_one_head_per_key(
             "Actual Loops"
         ]
         assert per_loop <= 4, probe
+
+
+def test_claims_sweep_a_busy_keys_backlog_window_by_window_to_a_head_behind_it(
+    db_url: str, conns: list[psycopg.Connection[Any]]
+) -> None:
+    import math
+
+    import anyio
+
+    from processors._store import ClaimCursor, WorkStore
+
+    size = 4
+    window = CLAIM_WINDOW_BATCHES * size
+    hot = 100
+    ids = write(db_url, [("hot", i) for i in range(hot)] + [("cold", 0)])
+    assert claim(conns[0], size=1) == [ids[0]]  # hot's head, in flight: held and counted
+    assert claims(db_url, [(ids[0], "hot")]) == set()
+
+    async def sweep() -> tuple[list[int], int]:
+        cursor, store = ClaimCursor(), WorkStore()
+        async with await psycopg.AsyncConnection.connect(db_url) as conn:
+            for scans in range(1, 100):
+                # Within the first second: only the windows move the cursor.
+                claim = await store.claim_batch(
+                    conn, size, look_for_suspect=False, after=cursor.start(0.0)
+                )
+                await conn.rollback()
+                cursor.claimed(claim, size)
+                if claim.batch:
+                    return [item.claimed.event_id for item in claim.batch], scans
+        raise AssertionError("the sweep never reached the head behind the busy key")
+
+    found, scans = anyio.run(sweep)
+    # No claim walked the whole backlog: each looked at one window, the next resumed after it.
+    assert found == [ids[hot]]
+    assert scans == math.ceil((hot + 1) / window) > 1
