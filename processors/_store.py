@@ -133,6 +133,8 @@ class ClaimCursor:
     def __init__(self, rescan_seconds: float = 1.0) -> None:
         self._rescan_seconds = rescan_seconds
         self._after = START
+        self._began = START
+        self._sweep = START
         self._rescan_at = 0.0
         self.from_start = True
         """Whether the last ``start`` scans from the beginning (then suspects are looked for)."""
@@ -144,15 +146,19 @@ class ClaimCursor:
         self.from_start = self._after == START
         if self.from_start:
             self._rescan_at = now + self._rescan_seconds
+        self._began = self._after
         return self._after
 
     def claimed(self, claim: Claim, batch_size: int) -> None:
-        """Resume after a full batch, or after the window of a short one; rescan from the
-        start once a window reached the queue's end."""
+        """Resume after a full batch. After a short one, alternate between the start and
+        the sweep: the windows past the start, one per turn, back to the start at the
+        queue's end."""
         if len(claim.batch) == batch_size and claim.last is not None:
             self._after = claim.last
-        else:
-            self._after = START if claim.window_end is None else claim.window_end
+            return
+        if self._began == self._sweep:
+            self._sweep = START if claim.window_end is None else claim.window_end
+        self._after = self._sweep if self.from_start else START
 
 
 @dataclass(frozen=True, slots=True)

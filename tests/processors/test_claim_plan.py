@@ -190,13 +190,18 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     assert cursor.from_start
     cursor.claimed(claim(0, last=0), 64)
     assert cursor.start(101.5) == START
-    # A short batch whose window stopped before the queue's end: the sweep goes on after it.
+    # Short batches whose windows stopped before the queue's end (an ordered backlog whose
+    # first rows wait for keys in flight): the start and the sweep past it take turns.
     cursor.claimed(claim(3, last=40, window_end=512), 64)
-    assert cursor.start(101.6) == (0, at, 512)
+    assert cursor.start(101.6) == (0, at, 512)  # the sweep: the window after the start's
     cursor.claimed(claim(0, last=0, window_end=1024), 64)
-    assert cursor.start(101.7) == (0, at, 1024)
+    assert cursor.start(101.7) == START
+    cursor.claimed(claim(5, last=90, window_end=512), 64)
+    assert cursor.start(101.8) == (0, at, 1024)  # the sweep goes on where it stood
     cursor.claimed(claim(0, last=0), 64)  # this window reached the queue's end
-    assert cursor.start(101.8) == START
+    assert cursor.start(101.9) == START
+    cursor.claimed(claim(2, last=7, window_end=512), 64)
+    assert cursor.start(102.0) == (0, at, 512)  # a new sweep
 
 
 def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str) -> None:
