@@ -69,20 +69,24 @@ from (
       -- nearly every pending event as claimed. As a join it then read and sorted the whole
       -- queue to lock a batch: 300-400 ms at 100,000 pending rows, and claims of 29 s in a
       -- drain, which kept a worker from stopping.
-      and not exists (
-          select from inbox_claims c where c.event_id = inbox_work.event_id offset 0
-      )
       and (
-          inbox_work.ordering_key is null
+          (
+              inbox_work.ordering_key is null
+              and not exists (
+                  select from inbox_claims c where c.event_id = inbox_work.event_id offset 0
+              )
+          )
           or (
-              -- The key's slot first: a follower of a key in flight, what a walk through an
-              -- ordered backlog mostly meets, is turned away by this probe of the small
-              -- counters table, before the head probe walks the key's entries in
-              -- inbox_work_key (and the dead ones its settled events left there).
+              -- An ordered event's own counter holds its key's slot: the slot's probe
+              -- answers for both. It comes first: a follower of a key in flight, what a
+              -- walk through an ordered backlog mostly meets, is turned away by this probe
+              -- of the small counters table, before the head probe walks the key's entries
+              -- in inbox_work_key (and the dead ones its settled events left there).
               -- Probed per candidate row too: without OFFSET 0 the planner may instead hash
               -- the whole counters table once a claim (cheap for the few live counters its
               -- statistics saw), reading every dead counter of a bloated table each time.
-              not exists (
+              inbox_work.ordering_key is not null
+              and not exists (
                   select from inbox_claims k
                   where k.source = inbox_work.source and k.ordering_key = inbox_work.ordering_key
                   offset 0
