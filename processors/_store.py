@@ -88,12 +88,14 @@ START: Position = (-32768, datetime.min.replace(tzinfo=UTC), 0)
 CLAIM_WINDOW_BATCHES = 8
 
 
-def claim_params(batch_size: int, after: Position = START) -> dict[str, Any]:
+def claim_params(
+    batch_size: int, after: Position = START, *, windowed: bool = True
+) -> dict[str, Any]:
     """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``,
-    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows."""
+    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows if ``windowed``."""
     return {
         "batch_size": batch_size,
-        "window": CLAIM_WINDOW_BATCHES * batch_size,
+        "window": CLAIM_WINDOW_BATCHES * batch_size if windowed else 0,
         "after_priority": after[0],
         "after_run_at": after[1],
         "after_event_id": after[2],
@@ -138,11 +140,14 @@ class ClaimCursor:
         self._rescan_at = 0.0
         self.from_start = True
         """Whether the last ``start`` scans from the beginning (then suspects are looked for)."""
+        self.windowed = True
+        """Whether the last ``start``'s claim looks at one window only (see claimed)."""
 
     def start(self, now: float) -> Position:
         """The position the claim taken at monotonic time ``now`` scans after."""
         if now >= self._rescan_at:
             self._after = START
+            self.windowed = True
         self.from_start = self._after == START
         if self.from_start:
             self._rescan_at = now + self._rescan_seconds
@@ -155,7 +160,12 @@ class ClaimCursor:
         queue's end."""
         if len(claim.batch) == batch_size and claim.last is not None:
             self._after = claim.last
+            # After a batch of unordered work the walk needs no window: it stops once it has
+            # a batch, and finding the window's end would cost a walk of its own (~10 % of a
+            # no-op drain's rate). Past ordered events lie their keys' later events.
+            self.windowed = any(item.ordering_key is not None for item in claim.batch)
             return
+        self.windowed = True
         if self._began == self._sweep:
             self._sweep = START if claim.window_end is None else claim.window_end
         self._after = self._sweep if self.from_start else START
@@ -260,6 +270,7 @@ class WorkStore:
         look_for_suspect: bool,
         then: LiteralString | None = None,
         after: Position = START,
+        windowed: bool = True,
     ) -> Claim:
         """Open the claim transaction and lock up to ``batch_size`` due events that are not
         suspects, scanning the index after ``after`` (see ClaimCursor); in the same round
@@ -270,7 +281,7 @@ class WorkStore:
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT)
             cursor = _claim_cursor(conn)
-            await cursor.execute(CLAIM_BATCH, claim_params(batch_size, after))
+            await cursor.execute(CLAIM_BATCH, claim_params(batch_size, after, windowed=windowed))
             if then is not None:
                 await conn.execute(then)
             rows = await cursor.fetchall()

@@ -310,6 +310,7 @@ class Worker:
                 look_for_suspect=n == 0 and cursor.from_start,
                 then=BATCH_SAVEPOINT if shared_savepoint else None,
                 after=after,
+                windowed=cursor.windowed,
             )
             cursor.claimed(claim, self._batch_size)
             if not claim.suspect_waiting:

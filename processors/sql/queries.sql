@@ -15,7 +15,7 @@
 -- after it began, sorting before the one in flight) the claim counters' unique key slot
 -- catches: count_claims releases such an event unrun.
 -- The scan starts after the index position (after_priority, after_run_at, after_event_id)
--- and looks at no more than `window` pending rows (bound). A settled row leaves a dead
+-- and looks at no more than `window` pending rows (bound), if it has a window. A settled row leaves a dead
 -- index entry that every scan from the start walks until vacuum removes it, so a claim
 -- loop draining a big backlog resumes after its last full batch; and an ordered backlog
 -- is mostly followers of keys in flight, which a scan without a window walked to the end
@@ -31,17 +31,19 @@
 -- end of the queue.
 with bound as materialized (
     -- The last index position this claim may take: the window's last pending row, or past
-    -- every position when fewer rows are left.
+    -- every position when fewer rows are left or the claim has no window (0: see
+    -- processors._store.ClaimCursor; finding the window's end is a walk of its own).
     (
         select priority, run_at, event_id
         from inbox_work
-        where state = 'pending'
+        where %(window)s::int > 0
+          and state = 'pending'
           and run_at <= now()
           and (priority, run_at, event_id)
               > (%(after_priority)s::smallint, %(after_run_at)s::timestamptz,
                  %(after_event_id)s::bigint)
         order by priority, run_at, event_id
-        offset %(window)s - 1
+        offset greatest(%(window)s::int - 1, 0)
         limit 1
     )
     union all

@@ -34,11 +34,13 @@ def _load(url: str, history: int) -> None:
         conn.execute("vacuum analyze")
 
 
-def _explain(url: str, after: Position = START, batch_size: int = 100) -> dict[str, Any]:
+def _explain(
+    url: str, after: Position = START, batch_size: int = 100, *, windowed: bool = True
+) -> dict[str, Any]:
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "explain (analyze, buffers, format json) " + CLAIM_BATCH,
-            claim_params(batch_size, after),
+            claim_params(batch_size, after, windowed=windowed),
         ).fetchone()
         conn.rollback()  # EXPLAIN ANALYZE took the row locks; give them back
     assert row is not None
@@ -80,6 +82,11 @@ def test_the_claim_walks_the_partial_index(db_url: str, worker_url: str) -> None
     [window] = [n for n in _work_scans(plan["Plan"]) if n not in work_scans]
     assert (window["Node Type"], window["Index Name"]) == ("Index Only Scan", "inbox_work_claim")
     assert window["Actual Rows"] <= 8 * 100
+    # A claim without a window (after a batch of unordered work) does not look for its end.
+    unwindowed = _explain(worker_url, windowed=False)
+    assert _claim_node(unwindowed)["Actual Rows"] == 100
+    [skipped] = [n for n in _work_scans(unwindowed["Plan"]) if n["Node Type"] == "Index Only Scan"]
+    assert skipped["Actual Loops"] == 0
 
 
 def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
@@ -162,29 +169,33 @@ def test_a_resumed_claim_does_not_walk_the_dead_entries_of_settled_rows(db_url: 
 
 def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start() -> None:
     from datetime import UTC, datetime
+    from types import SimpleNamespace
 
     from processors._store import Claim, ClaimCursor
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
 
-    def claim(n: int, last: int, window_end: int | None = None) -> Claim:
+    def claim(n: int, last: int, window_end: int | None = None, key: str | None = None) -> Claim:
         end = None if window_end is None else (0, at, window_end)
-        return Claim(
-            batch=[object()] * n, suspect_waiting=False, last=(0, at, last), window_end=end
-        )  # type: ignore[list-item]
+        batch: Any = [SimpleNamespace(ordering_key=key)] * n
+        return Claim(batch=batch, suspect_waiting=False, last=(0, at, last), window_end=end)
 
     cursor = ClaimCursor(rescan_seconds=1.0)
     assert cursor.start(100.0) == START
     assert cursor.from_start  # (the claim loop looks for suspects on such scans only)
+    assert cursor.windowed
     cursor.claimed(claim(64, last=64), 64)
     assert cursor.start(100.1)[2] == 64  # a full batch: resume after it
     assert not cursor.from_start
+    assert not cursor.windowed  # unordered work: the walk stops at a batch, no window needed
     cursor.claimed(claim(64, last=128), 64)
     assert cursor.start(100.2)[2] == 128
     cursor.claimed(claim(10, last=138), 64)
     assert cursor.start(100.3) == START  # a short batch: what was passed by may be behind
-    cursor.claimed(claim(64, last=202), 64)
+    assert cursor.windowed
+    cursor.claimed(claim(64, last=202, key="k"), 64)
     assert cursor.start(100.4)[2] == 202
+    assert cursor.windowed  # past ordered events: their keys' later events, a window only
     cursor.claimed(claim(64, last=266), 64)
     assert cursor.start(101.4) == START  # a second since the last scan from the start
     assert cursor.from_start
