@@ -122,14 +122,17 @@ class ClaimCursor:
     from the index's start walks every one: draining a 1,000,000-event backlog, the claim
     grew from 3 to 25 ms as the dead prefix grew. So after a full batch the next claim
     resumes after that batch's last row. A claim looks at one window of pending rows (see
-    claim_batch); one that comes back short of a batch without reaching the queue's end
-    resumes after its window, so an ordered backlog whose first rows wait for keys in flight
-    is swept a window at a time. What a resumed scan cannot see (a row behind the position:
-    committed late with an earlier run_at, given back by a worker that died or a batch
-    released unrun, a new live event while the loop was among the replays, a follower whose
-    key's head has settled) is found by the scan from the start, which runs once a window
-    reaches the queue's end and at least every ``rescan_seconds`` — so such a row waits at
-    most that long, and no longer than before when the queue is short.
+    claim_batch), except after a batch of unordered work. After a claim short of a batch,
+    the next claims take turns: one from the start (where the keys that settled free their
+    next events), one sweeping the window after the last one swept (where a key whose first
+    event came late has its head), so an ordered backlog whose first rows wait for keys in
+    flight costs a window a claim, never the whole queue; the sweep starts over at the
+    queue's end. What a resumed scan cannot see (a row behind the position: committed late
+    with an earlier run_at, given back by a worker that died or a batch released unrun, a
+    new live event while the loop was among the replays, a follower whose key's head has
+    settled) is found by the scan from the start, which runs after a short batch's sweep
+    turn and at least every ``rescan_seconds`` — so such a row waits at most that long, and
+    no longer than before when the queue is short.
     """
 
     def __init__(self, rescan_seconds: float = 1.0) -> None:

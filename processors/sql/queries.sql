@@ -15,15 +15,15 @@
 -- after it began, sorting before the one in flight) the claim counters' unique key slot
 -- catches: count_claims releases such an event unrun.
 -- The scan starts after the index position (after_priority, after_run_at, after_event_id)
--- and looks at no more than `window` pending rows (bound), if it has a window. A settled row leaves a dead
--- index entry that every scan from the start walks until vacuum removes it, so a claim
--- loop draining a big backlog resumes after its last full batch; and an ordered backlog
--- is mostly followers of keys in flight, which a scan without a window walked to the end
--- of the queue, one probe each, while holding the heads it had locked (two claims at once
--- took 0.5-1 s each at 50,000 events on 1,000 keys). A claim short of a batch resumes at
--- its window's end, so the loops sweep the queue window by window; they start from the
--- beginning again every second and once a window reaches the end of the queue, which
--- finds what the resumed scans passed by (processors._store.ClaimCursor).
+-- and, when it has a window, looks at no more than `window` pending rows (bound). A settled
+-- row leaves a dead index entry that every scan from the start walks until vacuum removes
+-- it, so a claim loop draining a big backlog resumes after its last full batch; and an
+-- ordered backlog is mostly followers of keys in flight, which a scan without a window
+-- walked to the end of the queue, one probe each, while holding the heads it had locked
+-- (two claims at once took 0.5-1 s each at 50,000 events on 1,000 keys). After a claim
+-- short of a batch, the loops take turns between the start and a sweep through the windows
+-- past it, and start from the beginning at least every second, which finds what the
+-- resumed scans passed by (processors._store.ClaimCursor).
 -- traceparent and tracestate are the receipt's trace context, which each handler run's
 -- span links to. The last two columns are each row's position (with event_id), where the
 -- next claim may resume. The last row is no event (attempts is null): its event_id,
