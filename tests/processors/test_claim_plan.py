@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from processors._store import CLAIM_BATCH, START, Position, claim_params
+from processors._store import CLAIM_BATCH, CLAIM_WINDOW_BATCHES, START, Position, claim_params
 
 PENDING = 500
 
@@ -81,7 +81,7 @@ def test_the_claim_walks_the_partial_index(db_url: str, worker_url: str) -> None
     # The window's end is found in the same index, reading the window's entries alone.
     [window] = [n for n in _work_scans(plan["Plan"]) if n not in work_scans]
     assert (window["Node Type"], window["Index Name"]) == ("Index Only Scan", "inbox_work_claim")
-    assert window["Actual Rows"] <= 8 * 100
+    assert window["Actual Rows"] <= CLAIM_WINDOW_BATCHES * 100
     # A claim without a window (after a batch of unordered work) does not look for its end.
     unwindowed = _explain(worker_url, windowed=False)
     assert _claim_node(unwindowed)["Actual Rows"] == 100

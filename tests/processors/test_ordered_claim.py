@@ -266,9 +266,11 @@ def test_claims_sweep_a_busy_keys_backlog_window_by_window_to_a_head_behind_it(
         cursor, store = ClaimCursor(), WorkStore()
         async with await psycopg.AsyncConnection.connect(db_url) as conn:
             for scans in range(1, 100):
-                # Within the first second: only the windows move the cursor.
+                # As the worker's loop does; within the first second only the windows move
+                # the cursor.
+                after = cursor.start(0.0)
                 claim = await store.claim_batch(
-                    conn, size, look_for_suspect=False, after=cursor.start(0.0)
+                    conn, size, look_for_suspect=False, after=after, windowed=cursor.windowed
                 )
                 await conn.rollback()
                 cursor.claimed(claim, size)
