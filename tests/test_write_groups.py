@@ -7,6 +7,7 @@ import asyncio
 
 import psycopg
 import pytest
+from structlog.testing import capture_logs
 
 from inbox import AsyncInboxWriter, DatabaseUnavailableError, WriteResult
 from tests._proxy import CommitCutter, PostgresProxy
@@ -178,6 +179,50 @@ def test_a_key_held_by_another_transaction_does_not_hold_up_its_group(db_url: st
     assert held.is_new is False  # the blocker's write committed first
     assert _one(db_url, "select count(*) from inbox_events") == 10
     assert _one(db_url, "select count(*) from inbox_deliveries") == 1
+
+
+def test_with_one_group_in_flight_a_later_write_waits_for_the_held_group(db_url: str) -> None:
+    # A group held up by another transaction's key fills its slot until its short lock wait
+    # gives up and its writes fall back to going singly. With one slot (the receiver app's
+    # choice), a write made meanwhile goes only after that, even though the pool has free
+    # connections (with the default two slots it would go beside the held group).
+    async def run() -> tuple[bool, list[WriteResult]]:
+        blocker = await psycopg.AsyncConnection.connect(db_url)
+        async with AsyncInboxWriter(db_url, min_size=4, max_size=4, groups_in_flight=1) as writer:
+            await writer.write("shop", "held", b"x", conn=blocker)  # uncommitted
+            with capture_logs() as logs:
+
+                def group_waits_or_fell_back() -> bool:
+                    if any(e["event"] == "write_group_fell_back" for e in logs):
+                        return True
+                    waiting = _one(
+                        db_url,
+                        "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+                        " and datname = current_database()",
+                    )
+                    return waiting == 1
+
+                # Made in one pass of the event loop, the two writes form one group.
+                group = [asyncio.create_task(writer.write("shop", k, b"x")) for k in ("held", "a")]
+                await await_for(group_waits_or_fell_back, within=10, what="the group to wait")
+                later = await asyncio.wait_for(writer.write("shop", "b", b"x"), timeout=10)
+                fell_back_first = any(e["event"] == "write_group_fell_back" for e in logs)
+            await blocker.commit()
+            await blocker.close()
+            return fell_back_first, [later, *await asyncio.gather(*group)]
+
+    fell_back_first, (later, held, other) = asyncio.run(run())
+    assert fell_back_first
+    assert later.is_new
+    assert other.is_new
+    assert held.is_new is False  # the blocker's write committed first
+    assert _one(db_url, "select count(*) from inbox_events") == 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_groups_in_flight_must_be_a_positive_int(bad: object) -> None:
+    with pytest.raises((TypeError, ValueError), match=r"^AsyncInboxWriter\(groups_in_flight="):
+        AsyncInboxWriter("postgresql://nowhere.invalid/x", groups_in_flight=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("commit_reaches_server", [True, False], ids=["committed", "lost"])

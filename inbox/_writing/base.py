@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypedDict, TypeVar, get_args
 
 from inbox._core.errors import InboxError
 from inbox._core.logs import get_logger
@@ -38,6 +38,7 @@ __all__ = [
     "OnDead",
     "PlannedWrite",
     "WriterBase",
+    "WriterOptions",
     "log",
     "rounds_exhausted",
     "write_rounds",
@@ -76,6 +77,17 @@ def write_rounds() -> Iterator[LiteralString]:
 def rounds_exhausted(params: Mapping[str, Any]) -> InboxError:
     """The error when no round wrote or found the row (it vanished between the rounds)."""
     return InboxError(f"could not write or find {params['source']}:{params['key']}")
+
+
+class WriterOptions(TypedDict, total=False):
+    """The keyword options both writers take besides ``pool=`` (see ``WriterBase``)."""
+
+    notify: NotifyMode
+    notify_interval_seconds: float
+    min_size: int
+    max_size: int
+    timeout_seconds: float
+    connection_kwargs: Mapping[str, Any] | None
 
 
 class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):

@@ -14,11 +14,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
+from inbox._writing.base import WriterBase, WriterOptions, log, rounds_exhausted, write_rounds
 from inbox._writing.plan import NOTIFY_WORK, PING, WriteRequest, WriteResult, read_result
 
 if TYPE_CHECKING:
     import asyncio
+    from typing import Unpack
 
     import psycopg
     from psycopg_pool import AsyncConnectionPool
@@ -39,10 +40,37 @@ class AsyncInboxWriter(
 
     Use it as ``async with AsyncInboxWriter(dsn) as w`` or call ``await w.open()`` first
     (the first write opens it too). ``await w.write(...)``: ``write`` returns a coroutine.
+
+    Standalone writes are group-committed (``inbox._writing.groups``). ``groups_in_flight``
+    is how many group statements may run at once: 2 (the default) lets one commit while
+    the next gathers, the faster choice while the process has CPU to spare; 1 makes fewer,
+    larger groups, the faster choice when the event loop is the bottleneck (the receiver
+    app, which verifies every request on the same loop, uses 1). It is capped at half the
+    pool, so that writes that go singly (duplicates, failures) find a connection.
     """
 
     # Set when the writer makes its own pool: prompt reconnection after a server restart.
     _care: AsyncPoolCare | None = None
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: AsyncConnectionPool | None = None,
+        groups_in_flight: int = 2,
+        **options: Unpack[WriterOptions],
+    ) -> None:
+        if isinstance(groups_in_flight, bool) or not isinstance(groups_in_flight, int):
+            raise TypeError(
+                f"AsyncInboxWriter(groups_in_flight=...) must be an int, got {groups_in_flight!r}"
+            )
+        if groups_in_flight < 1:
+            raise ValueError(
+                f"AsyncInboxWriter(groups_in_flight=...) must be at least 1, got {groups_in_flight}"
+            )
+        # Read by `_init_io`, which the base's constructor calls.
+        self._groups_wanted = groups_in_flight
+        super().__init__(dsn, pool=pool, **options)
 
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> AsyncConnectionPool:
         from psycopg_pool import AsyncConnectionPool
@@ -60,16 +88,17 @@ class AsyncInboxWriter(
         self._opened = not self._owns_pool
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        # Standalone writes are group-committed. Two group statements in flight: one runs
-        # (and waits for its WAL flush) while the next gathers; more only shrink the groups,
-        # and each group costs the process a statement and a commit whatever its size
-        # (signed webhooks through `inbox serve` on 2 cores, interleaved runs: 2 in flight
-        # against 4, 16 connections 2,381-2,961 vs 1,413-2,681 req/s, 323-393 vs 343-642 us
-        # of CPU a request; 64 connections 3,541-3,734 vs 3,236-3,342 req/s; 1 was slower
-        # than both; the library's own writers, 16 and 64 of them, measured alike). The
-        # other connections serve the writes that go singly (duplicates, failures).
+        # Group statements in flight, measured with signed webhooks through `inbox serve`
+        # on 2 cores shared with PostgreSQL (`python -m benchmarks receiver_load`, 7
+        # alternated pairs): 1 against 2, 16 connections 2,331-2,830 vs 1,979-2,515 req/s
+        # (303-385 vs 342-435 us of server CPU a request); 64 connections 2,715-3,333 vs
+        # 2,630-3,562. The library's own writers, which leave the CPU half idle
+        # (`python -m benchmarks ingest --writers 16,64 --only async-after_commit`): 2
+        # against 1, 16 writers 8,312 vs 6,374 writes/s, 64 writers 12,805 vs 7,943.
         self._groups = WriteGroups(
-            self._pool, self._write_one, max_in_flight=max(1, min(2, self._pool.max_size // 2))
+            self._pool,
+            self._write_one,
+            max_in_flight=max(1, min(self._groups_wanted, self._pool.max_size // 2)),
         )
 
     async def open(self) -> None:
