@@ -1,6 +1,6 @@
 """Receiver throughput and acknowledgement latency through HTTP, on loopback.
 
-    python -m benchmarks receiver_load                    # 3 runs x 3,000 requests per cell
+    python -m benchmarks receiver_load                    # 3 runs x 6,000 requests per cell
     python -m benchmarks receiver_load --quick            # a smoke run
     python -m benchmarks receiver_load --database-url postgresql://postgres@127.0.0.1/postgres
 
@@ -261,7 +261,7 @@ def render(result: HttpResult) -> list[str]:
 
 def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--database-url", default=None, help="a maintenance database to use")
-    p.add_argument("--requests", type=int, default=3000)
+    p.add_argument("--requests", type=int, default=6000)
     p.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     p.add_argument("--driver", choices=["raw", "httpx"], default="raw", help="the load client")
     p.add_argument("--workers", type=int, default=1, help="`inbox serve --workers N` (default: 1)")

@@ -87,7 +87,7 @@ SIZES: dict[str, dict[str, tuple[Any, Any, str]]] = {
         "warmup": (0.3, 0.1, "unmeasured seconds first"),
     },
     "http": {
-        "http_requests": (3_000, 300, "requests per run"),
+        "http_requests": (6_000, 300, "requests per run"),
         "http_concurrency": ("16,64", "16,64", "connections"),
     },
     "receiver-rss": {
