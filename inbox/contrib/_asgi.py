@@ -7,6 +7,7 @@ the ASGI request and reply to ``inbox._receiving.receive.receive_async``; the ru
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -40,7 +41,10 @@ class _WriterSlot:
     """The app's writer: the caller's, or one it makes on first use and closes at shutdown.
 
     Made on first use, not in the constructor: an async pool belongs to the event loop that
-    opens it, and a mounted sub-app never sees a lifespan event.
+    opens it, and a mounted sub-app never sees a lifespan event. So that a writer of its
+    own is closed even then, a task waits with it until the app's shutdown or the event
+    loop's: an open pool's worker that is cancelled while it connects (the database slow or
+    down) goes on waiting for work, and the loop's shutdown then waits for it forever.
     """
 
     def __init__(self, writer: AsyncInboxWriter | None, dsn: str | None, settings: Settings):
@@ -48,6 +52,7 @@ class _WriterSlot:
         self._owned: AsyncInboxWriter | None = None
         self._dsn = dsn
         self._settings = settings
+        self._closer: asyncio.Task[None] | None = None
 
     def get(self) -> AsyncInboxWriter:
         if self._writer is None:
@@ -56,9 +61,21 @@ class _WriterSlot:
             self._owned = self._writer = AsyncInboxWriter(
                 self._dsn, groups_in_flight=1, **receiver_writer_kwargs(self._settings)
             )
+            self._closer = asyncio.get_running_loop().create_task(
+                self._close_when_cancelled(), name="pg-inbox receiver writer closer"
+            )
         return self._writer
 
+    async def _close_when_cancelled(self) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
+
     async def close(self) -> None:
+        closer, self._closer = self._closer, None
+        if closer is not None and closer is not asyncio.current_task():
+            closer.cancel()
         owned, self._owned = self._owned, None
         if owned is not None:
             self._writer = None

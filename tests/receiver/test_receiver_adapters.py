@@ -6,7 +6,10 @@ duplicate, 401, 404, 413 while streaming, Alipay's reply, and the headers stored
 
 from __future__ import annotations
 
+import contextlib
 import io
+import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -176,6 +179,49 @@ def test_the_asgi_app_mounts_under_a_host_app(
         assert response.status_code == 200
         assert client.get("/inbox/healthz").json() == {"status": "ok"}
     assert count_events(db_url) == 1
+
+
+def test_a_mounted_app_closes_its_writer_when_the_host_stops_during_an_outage(
+    make_settings: Make,
+) -> None:
+    """A mounted app never sees a lifespan event. With the database silent, the host stops
+    while the writer's pool is connecting: its event loop must still end, not wait for the
+    pool forever."""
+    connecting = threading.Event()
+    clients: list[socket.socket] = []
+
+    def accept(silent: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                clients.append(silent.accept()[0])  # kept open, never answered
+                connecting.set()
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        threading.Thread(target=accept, args=(silent,), daemon=True).start()
+        port = silent.getsockname()[1]
+        settings = make_settings(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+        host = Starlette(routes=[Mount("/inbox", app=create_app(settings))])
+        answers: list[int] = []
+
+        def use_and_stop() -> None:
+            with TestClient(host) as client:
+                request = signed(settings, "sw")
+                reply = client.post(
+                    "/inbox/webhooks/sw", content=request.body, headers=request.headers
+                )
+                answers.append(reply.status_code)
+                connecting.clear()
+                assert connecting.wait(timeout=30), "the pool stopped trying to connect"
+
+        stopping = threading.Thread(target=use_and_stop, daemon=True)
+        stopping.start()
+        stopping.join(timeout=60)
+        assert not stopping.is_alive(), "the host's event loop never ended"
+    for client in clients:
+        client.close()
+    assert answers == [503]
 
 
 def test_the_asgi_app_mounts_in_fastapi(
