@@ -46,6 +46,21 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"pg-inbox tests: PostgreSQL from testcontainers if Docker answers, else embedded{roles}"
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One loud line when the browser tests were skipped for want of Chromium."""
+    from tests.console._browser import MISSING_BROWSER
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    browserless = [r for r in skipped if MISSING_BROWSER in str(r.longrepr)]
+    if browserless:
+        terminalreporter.write_line(
+            f"{len(browserless)} browser tests SKIPPED ({MISSING_BROWSER}):"
+            " apt-get install chromium chromium-driver, or set CI=1 to make this a failure",
+            yellow=True,
+            bold=True,
+        )
+
+
 @pytest.fixture(scope="session")
 def least_roles(pg_server: str) -> Iterator[Roles | None]:
     """In least-roles mode, this session's roles (granted in the template by
