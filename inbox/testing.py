@@ -147,7 +147,7 @@ def new_database(
 
 
 def _migrate(url: str, tables: Sequence[str | Path]) -> None:
-    from inbox._cli.devenv import apply_sql, sql_files
+    from inbox._cli.dev.env import apply_sql, sql_files
     from inbox._core import migrate
 
     migrate.upgrade(url)
@@ -180,7 +180,7 @@ def fresh_database(
 def settings_for_tests(config: str | Path | None = None, *, database_url: str) -> Settings:
     """Your settings (``config``, as ``--config`` would find it) on ``database_url``, with a
     made-up secret for every source whose secret is not set in this environment."""
-    from inbox._cli.devenv import with_secrets
+    from inbox._cli.dev.env import with_secrets
 
     settings = load_settings(config, database={"url": database_url})
     settings, _filled = with_secrets(settings)

@@ -2,8 +2,9 @@
 
 Owns the entry point (``main``), each command family (``dev``, ``init``, ``receiver``,
 ``operator``, ``replay``, ``console``), their shared argument helpers and tables (``common``),
-the dev environment (``devenv``), ``inbox init``'s templates (``init_templates/``) and the one
-place logging is configured and rendered (``logs``).
+``inbox init``'s templates (``init_templates/``) and the one place logging is configured and
+rendered (``logs``). ``inbox dev`` is a sub-package: the run, its worker, its guardian, and
+what it sets up around the user's settings (``dev.env``).
 
 May import: every room of ``inbox``. ``processors`` only through the ``pg_inbox.cli`` entry
 point (``inbox worker``), loaded when the command line is built, never imported by name.
@@ -13,7 +14,6 @@ __all__ = [
     "common",
     "console",
     "dev",
-    "devenv",
     "init",
     "logs",
     "main",

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from inbox._cli.common import http_url, port, positive_int, positive_seconds
-from inbox._cli.devenv import with_dev_secrets
+from inbox._cli.dev.env import with_dev_secrets
 from inbox._cli.logs import say
 from inbox._cli.processes import serve_in_processes
 from inbox._core.daemon import daemon_gc
+from inbox._core.embedded import running_dev_server
 from inbox._core.errors import ConfigError
 from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
@@ -33,7 +34,7 @@ from inbox.contrib._asgi import create_app
 if TYPE_CHECKING:
     import uvicorn  # the server extra: imported when serving, named here for types
 
-__all__ = ["register", "run_receiver"]
+__all__ = ["receiver_config", "register", "run_receiver"]
 
 log = get_logger("inbox.receiver")
 
@@ -68,8 +69,17 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:
     """Serve ``app`` on uvicorn until SIGINT/SIGTERM, in ``workers`` processes; return the
     exit status once it has stopped cleanly."""
-    uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
-    config = uvicorn.Config(
+    config = receiver_config(app, host, port)
+    if workers > 1:
+        return serve_in_processes(_serve_on, config, workers)
+    _serve_on(config)
+    return 0
+
+
+def receiver_config(app: Any, host: str, port: int) -> uvicorn.Config:
+    """How every receiver (``inbox serve``, ``inbox dev``) runs on uvicorn."""
+    server = require_extra("uvicorn", "server", "the HTTP receiver")
+    config: uvicorn.Config = server.Config(
         app,
         host=host,
         port=port,
@@ -84,10 +94,7 @@ def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:
     # The writer reports an unreachable database itself, once per interval and with the
     # fix; the pool's own warning for every reconnection attempt would bury it.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
-    if workers > 1:
-        return serve_in_processes(_serve_on, config, workers)
-    _serve_on(config)
-    return 0
+    return config
 
 
 def _serve_on(config: uvicorn.Config, sockets: list[socket.socket] | None = None) -> None:
@@ -116,6 +123,10 @@ def _stop_signals_handled_by(server: uvicorn.Server) -> Iterator[None]:
 
 
 def _default_url(settings: Settings, source: str) -> str:
+    """The running ``inbox dev``'s receiver in this data directory, else the configured one."""
+    running = running_dev_server(settings.database.data_dir)
+    if running is not None and running.receiver:
+        return f"{running.receiver}/webhooks/{source}"
     host = settings.receiver.host
     if host in ("0.0.0.0", "::", ""):  # noqa: S104 - a wildcard bind is reached via loopback
         host = "127.0.0.1"
@@ -215,7 +226,8 @@ def register(commands: Any) -> None:
     send.add_argument(
         "--url",
         type=http_url,
-        help="where to post (default: http://[receiver] host:port/webhooks/SOURCE)",
+        help="where to post (default: the running `inbox dev`'s receiver, else"
+        " http://[receiver] host:port/webhooks/SOURCE)",
     )
     send.add_argument(
         "--timeout", type=positive_seconds, default=10.0, help="seconds (default: 10)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from inbox._core.embedded import EmbeddedPostgres, running_dev_server
+from inbox._core.embedded import DataDirLock, EmbeddedPostgres, running_dev_server
 from inbox._core.errors import ConfigError
 from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
@@ -30,6 +30,7 @@ def database_url(
     *,
     say: Callable[[str], None],
     embedded: bool = False,
+    lock: DataDirLock | None = None,
     part: str | None = None,
 ) -> Iterator[str]:
     """Yield the database's connection string.
@@ -40,7 +41,7 @@ def database_url(
     ``embedded=True`` (``inbox dev``) is an embedded server started, and stopped on exit:
     any other command would silently make a 40 MB cluster wherever it was run. A ``part``
     (receiver, worker, operator, retention) connects with its own ``[database] <part>_url``
-    when it is set.
+    when it is set. ``lock``: the data directory's, when the caller holds it already.
     """
     own = getattr(settings.database, f"{part}_url", None) if part else None
     if own:
@@ -65,7 +66,7 @@ def database_url(
         )
         yield running.url
         return
-    server = EmbeddedPostgres(settings.database.data_dir, announce=True)
+    server = EmbeddedPostgres(settings.database.data_dir, lock=lock, say=say)
     with server as url:
         log.info("embedded_postgres_started", data_dir=str(server.data_dir))
         yield url

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from inbox import InboxWriter
-from inbox._cli.devenv import apply_sql, examples_schema
+from inbox._cli.dev.env import apply_sql, examples_schema
 from processors import replay
 from processors.examples.handlers import router
 from processors.testing import run_pending
