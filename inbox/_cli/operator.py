@@ -176,7 +176,7 @@ def render_event(e: EventDetail) -> str:
             str(n),
             f"{d.received_at.isoformat(timespec='seconds')} ({relative(d.received_at, now)})",
             d.body_sha256.hex()[:16],
-            ("body differs", "yellow") if d.differs else "same body",
+            _delivery_body(n, d.differs),
         ]
         for n, d in enumerate(e.deliveries, start=1)
     ]
@@ -206,6 +206,13 @@ def render_event(e: EventDetail) -> str:
     else:
         out.append("  (none yet)")
     return "\n".join(out)
+
+
+def _delivery_body(number: int, differs: bool) -> Cell:
+    """The console's words: the first delivery is the event itself, the original."""
+    if number == 1:
+        return "original"
+    return ("body differs", "yellow") if differs else "same body"
 
 
 def _last_traceback(attempts: list[Attempt], colour: bool) -> list[str]:

@@ -105,7 +105,10 @@ def test_events_show_lists_three_deliveries_and_two_attempts(db_url: str) -> Non
     assert "deliveries (3)" in text
     assert "attempts (2)" in text
     assert "ConnectionError: ledger timed out" in text
-    assert "body differs" in text
+    deliveries = text[text.index("deliveries (3)") : text.index("attempts (2)")].splitlines()
+    # The console's words: the first delivery is the original, later ones compare to it.
+    rows = [line for line in deliveries if line.strip()[:1].isdigit()]
+    assert [row.rsplit("  ", 1)[-1] for row in rows] == ["original", "same body", "body differs"]
     assert '"n": 42' in text
     assert "Bearer secret" not in text
     assert "\x1b[" not in text  # no colour when stdout is not a terminal
