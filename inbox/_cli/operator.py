@@ -31,6 +31,13 @@ from inbox._operations.term import Cell, human_duration, paint, relative, table,
 __all__ = ["register"]
 
 HEX_LIMIT = 4096
+# The receiver's INSERT ... ON CONFLICT takes an id from the sequence before it finds the key
+# taken, and a sequence never gives a value back: operators who see 1, 2, 24 ask where the
+# rest went.
+IDS_ARE_NOT_CONSECUTIVE = (
+    "Event ids are not consecutive: a duplicate delivery (or a write rolled back) uses up an"
+    " id without making an event, so a gap in the ids is no missing event."
+)
 
 
 def _duration(text: str) -> timedelta:
@@ -306,7 +313,9 @@ def register(commands: Any) -> None:
     events = commands.add_parser("events", help="find and inspect events").add_subparsers(
         dest="events_command", required=True, metavar="ACTION"
     )
-    listing = events.add_parser("list", help="events, newest first, with filters")
+    listing = events.add_parser(
+        "list", help="events, newest first, with filters", description=IDS_ARE_NOT_CONSECUTIVE
+    )
     add_filter_arguments(listing)
     add_page_arguments(listing)
     listing.add_argument(
@@ -315,7 +324,11 @@ def register(commands: Any) -> None:
         help="ordered keys held by their head (a dead letter, or a retry), with the head",
     )
     listing.set_defaults(handler=_events_list)
-    show = events.add_parser("show", help="one event: headers, body, deliveries, attempts")
+    show = events.add_parser(
+        "show",
+        help="one event: headers, body, deliveries, attempts",
+        description=IDS_ARE_NOT_CONSECUTIVE,
+    )
     show.add_argument("ref", type=event_ref, help="an event id, or SOURCE:KEY")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.set_defaults(handler=_events_show)

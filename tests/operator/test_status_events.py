@@ -12,7 +12,7 @@ import pytest
 from inbox import EventNotFoundError, InboxWriter
 from inbox.queries import EventFilter, event, events, status
 from processors import Event, Router, replay
-from tests.operator._support import inbox
+from tests.operator._support import env_for, inbox
 from tests.processors._support import run_until_empty, settings, write_events
 
 
@@ -201,3 +201,22 @@ def test_rejections_are_read_from_the_receivers_metrics(db_url: str) -> None:
     assert {s.source: s.rejected for s in st.sources} == {"ghost": 1, "shop": 2}
     assert st.healthy
     assert st.warnings == ["receiver metrics unavailable: http://127.0.0.1:9/metrics"]
+
+
+def test_a_duplicate_uses_up_an_id_as_the_events_help_says(db_url: str) -> None:
+    with InboxWriter(db_url) as writer:
+        first = writer.write("shop", "evt_a", b"{}")
+        again = writer.write("shop", "evt_a", b"{}")
+        second = writer.write("shop", "evt_b", b"{}")
+    assert (again.is_new, again.event_id) == (False, first.event_id)
+    assert second.event_id == first.event_id + 2  # the duplicate's id went unused
+
+    listed = inbox(db_url, "events", "list", "--json")
+    assert [e["id"] for e in json.loads(listed.stdout)["events"]] == [
+        second.event_id,
+        first.event_id,
+    ]
+    for command in ("list", "show"):
+        shown = inbox(db_url, "events", command, "--help", env=env_for(db_url, COLUMNS="400"))
+        assert shown.returncode == 0, shown.stderr
+        assert "Event ids are not consecutive: a duplicate delivery" in shown.stdout
