@@ -52,6 +52,7 @@ class _Body:
         self._request = request
         self._json: Any = self._UNPARSED
         self._form: dict[str, str] | None = None
+        self.not_json = False  # a json: spec was tried and the body does not parse
 
     def json(self) -> Any:
         if self._json is self._UNPARSED:
@@ -61,6 +62,7 @@ class _Body:
             # bad JSON and integers too long to convert.
             except (ValueError, RecursionError):
                 self._json = None
+                self.not_json = True
         return self._json
 
     def form(self) -> dict[str, str]:
@@ -158,6 +160,8 @@ class Extracted:
     event_type: str | None
     ordering_key: str | None = None
     order_at: datetime | None = None
+    # Where the key was looked for, when it was not found: the refusal's detail says it.
+    key_sought: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,16 +185,23 @@ class Extraction:
         key = next(
             (v for s in self.key_specs if (v := _lookup(s, request, body)) is not None), None
         )
+        sought = "" if key is not None else self._key_sought(body)
         event_type = next(
             (v for s in self.type_specs if (v := _lookup(s, request, body)) is not None), None
         )
         if self.ordering_spec is None:
-            return Extracted(key, event_type)
+            return Extracted(key, event_type, key_sought=sought)
         ordering_key = _lookup(self.ordering_spec, request, body)
         order_at = None
         if self.order_spec is not None:
             order_at = parse_timestamp(_raw(self.order_spec, request, body))
-        return Extracted(key, event_type, ordering_key, order_at)
+        return Extracted(key, event_type, ordering_key, order_at, key_sought=sought)
+
+    def _key_sought(self, body: _Body) -> str:
+        """The key's specs, and why a json: one could not look: a body that is not JSON is
+        the sender's mistake, not a key_from to change."""
+        specs = ", ".join(str(spec) for spec in self.key_specs)
+        return f"{specs}; the body is not JSON" if body.not_json else specs
 
 
 def extraction_for(

@@ -244,7 +244,6 @@ class Receiver:
                 return _json_reply(200, reply, outcome="handshake")
             # The signature verified: the sender is the provider, and may learn what is
             # missing (unlike a 401, whose reason would help a forger).
-            looked_at = ", ".join(str(spec) for spec in source.extraction.key_specs)
             return self._refuse(
                 source.name,
                 400,
@@ -252,7 +251,7 @@ class Receiver:
                 "bad_request",
                 extra={
                     "error": "no_idempotency_key",
-                    "detail": f"no idempotency key in the request (looked at {looked_at});"
+                    "detail": f"no idempotency key in the request (looked at {found.key_sought});"
                     " the source's key_from setting says where else to look",
                 },
             )

@@ -166,6 +166,34 @@ def test_no_obtainable_key_is_400(client: TestClient, settings: Settings, db_url
     assert count_events(db_url) == 0
 
 
+def test_a_body_that_is_not_json_is_400_saying_so_where_the_key_is_in_json(
+    client: TestClient, settings: Settings, db_url: str
+) -> None:
+    response = post(client, settings, "stripe", body=b"garbage, not an event")
+    assert response.status_code == 400
+    reply = response.json()
+    assert reply["error"] == "no_idempotency_key"
+    assert "(looked at json:/id; the body is not JSON)" in reply["detail"]
+    assert count_events(db_url) == 0
+
+
+def test_a_standard_webhooks_body_that_is_not_json_is_stored_without_a_type(
+    client: TestClient, settings: Settings, db_url: str
+) -> None:
+    # The key is a header, so the event is whole; the type, read from the JSON body, is a
+    # convenience: losing a verified event over it would be worse (docs/operations.md).
+    request = signed(settings, "sw", body=b"garbage, not an event")
+    response = client.post("/webhooks/sw", content=request.body, headers=request.headers)
+    assert response.status_code == 200, response.text
+    [(event_id, source, key, event_type, *_)] = event_rows(db_url)
+    assert (event_id, source, key) == (
+        response.json()["event_id"],
+        "sw",
+        request.headers["webhook-id"],
+    )
+    assert event_type is None
+
+
 def test_an_announced_oversize_body_is_413_before_it_is_read(
     client: TestClient, settings: Settings, db_url: str
 ) -> None:

@@ -120,6 +120,27 @@ def test_no_key_in_a_hostile_or_odd_body_is_none_never_an_exception(body: bytes)
     assert extraction_for("stripe").extract(request(body)) == (None, None)
 
 
+@pytest.mark.parametrize(
+    ("verifier", "req", "sought"),
+    [
+        ("stripe", request(b"not json"), "json:/id; the body is not JSON"),
+        ("stripe", request(b"\xff\xfe"), "json:/id; the body is not JSON"),
+        ("stripe", request(b'{"object": "event"}'), "json:/id"),  # JSON, without the field
+        # The key's places are headers: the body (read for the type) is not what is missing.
+        ("standard-webhooks", request(b"not json"), "header:webhook-id, header:svix-id"),
+    ],
+)
+def test_a_missing_key_says_where_it_was_sought_and_when_the_body_is_not_json(
+    verifier: str, req: WebhookRequest, sought: str
+) -> None:
+    found = extraction_for(verifier).read(req)
+    assert (found.key, found.key_sought) == (None, sought)
+
+
+def test_a_found_key_reports_nothing_sought() -> None:
+    assert extraction_for("stripe").read(request(b'{"id": "evt_1"}')).key_sought == ""
+
+
 def test_array_indexes_are_strict() -> None:
     extraction = extraction_for("stripe", key_from="json:/items/01")
     assert extraction.extract(request(b'{"items": ["a", "b"]}'))[0] is None
