@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from inbox import ConfigError, Settings
-from inbox._providers import WebhookRequest
+from inbox._core.schemes import SCHEMES
+from inbox._providers import WebhookRequest, provider
 from inbox._receiving.extract import Spec, extraction_for, inject, parse_spec
+from tests._commands import REPO
 
 JSON = {"content-type": "application/json"}
 FORM = {"content-type": "application/x-www-form-urlencoded"}
@@ -201,3 +203,26 @@ def test_inject_puts_values_where_extraction_reads_them() -> None:
     assert payload == {"data": "kept", "meta": {"id": "j"}, "field": "f"}
     body = json.dumps(payload).encode()
     assert extraction_for("none", key_from="json:/meta/id").extract(request(body))[0] == "j"
+
+
+def test_the_operations_doc_names_each_schemes_places() -> None:
+    doc = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Where an event's key and type come from") :]
+    section = section[: section.index("\n## ")]
+    rows = {
+        cells[0].strip("`"): (cells[1], cells[2])
+        for line in section.splitlines()
+        if line.startswith("| `") and len(cells := [c.strip() for c in line[1:-1].split("|")]) == 3
+    }
+    assert sorted(rows) == sorted(SCHEMES)
+
+    def places(specs: tuple[Spec, ...]) -> str:
+        return ", ".join(f"`{spec}`" for spec in specs) or "none"
+
+    for scheme, (key, event_type) in rows.items():
+        record = provider(scheme)
+        assert event_type == places(record.type_specs), scheme
+        if record.option_key_specs is None:
+            assert key == places(record.key_specs), scheme
+        else:  # an option's header comes first (the hmac recipe's id_header)
+            assert key.endswith(f", else {places(record.key_specs)}"), scheme
