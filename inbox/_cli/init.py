@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 from string import Template
 from typing import Any
 
 from inbox._core.errors import ConfigError
+from inbox._core.extras import install_command
 from inbox._core.settings import Settings
 
 __all__ = ["register"]
@@ -84,7 +86,11 @@ def _init(args: argparse.Namespace, settings: Settings) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path}")
     where = "" if target == Path() else f"cd {target} && "
-    print(f"next: {where}inbox dev   (and `python -m pytest` runs test_handlers.py)")
+    print(f"next: {where}inbox dev")
+    # The generated test needs pytest, which a project's own tools may already bring;
+    # pg-inbox's test extra does when they do not.
+    needs = "" if find_spec("pytest") else f"; it needs pytest: {install_command('test')}"
+    print(f"test: python -m pytest   (runs test_handlers.py{needs})")
     return 0
 
 
