@@ -191,6 +191,7 @@ def status(
         store = LogStore(conn)
         per_source = store.source_status(sources, rejected)
         processes, listeners, usage = store.sessions()
+        versions = store.running_workers()
         held_keys, held = store.held_keys(HELD_SHOWN)
         now = conn.execute("select now()").fetchone()
     problems: list[str] = []
@@ -207,6 +208,12 @@ def status(
             f"{processes - listeners} of {processes} worker processes have no listener"
             " (poll only: listen = false, or the listener is reconnecting)"
         )
+    if len(versions) > 1:
+        running = ", ".join(f"{v.version} ({v.processes})" for v in versions)
+        warnings.append(
+            f"workers run {len(versions)} versions of the code: {running}; a replay runs on"
+            " any of them unless it requires one (--require-version)"
+        )
     if usage > 0.5:
         warnings.append(f"notification queue {usage:.0%} full: a listening session is stuck")
     return Status(
@@ -220,6 +227,7 @@ def status(
         warnings=warnings,
         held_keys=held_keys,
         held=held,
+        worker_versions=versions,
     )
 
 

@@ -21,6 +21,7 @@ from inbox._core.privileges import require_privileges
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from processors._router import Router
+from processors._version import code_version
 from processors._worker import Worker
 
 __all__ = ["load_router", "register"]
@@ -142,7 +143,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         if not _check_schema(url, early):
             return 0  # stopped before it started: nothing was claimed
         require_privileges(url, "worker", "inbox worker")
-        worker = Worker(url, router, settings.worker, concurrency=args.concurrency)
+        version = code_version(router, settings.app.version).version
+        worker = Worker(url, router, settings.worker, concurrency=args.concurrency, version=version)
         if args.metrics_port is not None:
             worker.metrics.watch_queue(url, worker=worker.name)
         with daemon_gc():

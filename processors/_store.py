@@ -34,6 +34,8 @@ COUNT_CLAIMS: LiteralString = QUERIES["count_claims"]
 NEXT_DUE: LiteralString = QUERIES["next_due"]
 SETTLE_BATCH: LiteralString = QUERIES["settle_batch"]
 UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
+REGISTER_WORKER: LiteralString = QUERIES["register_worker"]
+WORKER_STOPPED: LiteralString = QUERIES["worker_stopped"]
 
 AsyncConn = psycopg.AsyncConnection[Any]
 
@@ -89,16 +91,22 @@ CLAIM_WINDOW_BATCHES = 8
 
 
 def claim_params(
-    batch_size: int, after: Position = START, *, windowed: bool = True
+    batch_size: int,
+    after: Position = START,
+    *,
+    windowed: bool = True,
+    version: str | None = None,
 ) -> dict[str, Any]:
     """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``,
-    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows if ``windowed``."""
+    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows if ``windowed``,
+    for a worker running ``version`` of the code."""
     return {
         "batch_size": batch_size,
         "window": CLAIM_WINDOW_BATCHES * batch_size if windowed else 0,
         "after_priority": after[0],
         "after_run_at": after[1],
         "after_event_id": after[2],
+        "version": version,
     }
 
 
@@ -244,7 +252,11 @@ def release_busy(
 
 
 class WorkStore:
-    """The processing side's queries, on connections the worker owns."""
+    """The processing side's queries, on connections the worker owns, for a worker running
+    ``version`` of the handlers' code (it claims only work that requires no other)."""
+
+    def __init__(self, version: str | None = None) -> None:
+        self.version = version
 
     async def apply_session_limits(self, conn: AsyncConn, limits: SessionLimits) -> None:
         settings = {
@@ -262,7 +274,7 @@ class WorkStore:
         """Open the claim transaction and lock one suspect (an event whose earlier claim
         never settled), if there is one."""
         cursor = _claim_cursor(conn)
-        await cursor.execute(CLAIM_SUSPECT)
+        await cursor.execute(CLAIM_SUSPECT, {"version": self.version})
         return [_claimed_event(row) for row in await cursor.fetchall()]
 
     async def claim_batch(
@@ -282,9 +294,10 @@ class WorkStore:
         async with conn.pipeline():
             suspects = conn.cursor(row_factory=tuple_row)
             if look_for_suspect:
-                await suspects.execute(CLAIM_SUSPECT)
+                await suspects.execute(CLAIM_SUSPECT, {"version": self.version})
             cursor = _claim_cursor(conn)
-            await cursor.execute(CLAIM_BATCH, claim_params(batch_size, after, windowed=windowed))
+            params = claim_params(batch_size, after, windowed=windowed, version=self.version)
+            await cursor.execute(CLAIM_BATCH, params)
             if then is not None:
                 await conn.execute(then)
             rows = await cursor.fetchall()
@@ -349,8 +362,20 @@ class WorkStore:
                 "replay_ids": _column([d.replay_id for d in decisions]),
                 "error_tracebacks": _column([d.error_traceback for d in decisions]),
                 "worker": worker,
+                "version": self.version,
             },
         )
+
+    async def register_worker(
+        self, conn: AsyncConn, name: str, started_at: datetime, *, stopped: bool = False
+    ) -> None:
+        """Say which code this worker process runs (autocommit connection), or that it
+        stopped."""
+        if stopped:
+            await conn.execute(WORKER_STOPPED, {"name": name, "started_at": started_at})
+        else:
+            params = {"name": name, "version": self.version, "started_at": started_at}
+            await conn.execute(REGISTER_WORKER, params)
 
     async def unsettled(self, conn: AsyncConn, event_ids: Sequence[int]) -> set[int]:
         """Which of these events a lost COMMIT did not settle."""

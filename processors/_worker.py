@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -36,6 +37,7 @@ from processors._router import Router
 from processors._savepoints import BATCH_SAVEPOINT, MAX_ISOLATED
 from processors._settled_log import log_settled
 from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
+from processors._version import code_version
 
 __all__ = ["Worker"]
 
@@ -89,6 +91,7 @@ class Worker:
         name: str | None = None,
         metrics: WorkerMetrics | None = None,
         grace_seconds: float | None = None,
+        version: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -101,7 +104,11 @@ class Worker:
         self._grace = (
             grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
         )
-        self._store = WorkStore()
+        # What this process runs (processors._version): reported, recorded with each
+        # attempt, and required by replays that must run on it.
+        self.version = version or code_version(router).version
+        self._started_at = datetime.now(UTC)
+        self._store = WorkStore(self.version)
         self._batch_size = min(
             settings.batch_size, MAX_BATCH if settings.savepoints == "batch" else MAX_ISOLATED
         )
@@ -146,6 +153,7 @@ class Worker:
             batch_size=self._batch_size,
             listen=self._settings.listen,
             routes=len(self._router.routes),
+            version=self.version,
         )
         self._wakeup = wakeup = Wakeup()
         self._gate = SuspectGate()
@@ -185,7 +193,21 @@ class Worker:
             if grace.cancelled_caught:
                 log.warning("worker_grace_expired", worker=self.name, grace_seconds=self._grace)
             tg.cancel_scope.cancel()
+        await self._report_stopped()
         log.info("worker_stopped", worker=self.name)
+
+    async def _report_stopped(self) -> None:
+        # Informative only (a worker that is killed never says it): operators judge whether
+        # a worker runs by its connections.
+        try:
+            with anyio.fail_after(5):
+                conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+                async with conn:
+                    await self._store.register_worker(
+                        conn, self.name, self._started_at, stopped=True
+                    )
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            log.info("worker_stop_not_recorded", worker=self.name, error=str(exc))
 
     async def _stop_when(self, stop: anyio.Event) -> None:
         await stop.wait()
@@ -230,6 +252,8 @@ class Worker:
             try:
                 async with self._connections(n) as session:
                     self._reconnected(worker)
+                    if n == 0:
+                        await self._store.register_worker(session.side, self.name, self._started_at)
                     if unresolved:
                         await self._resolve_lost_commit(session.conn, unresolved, worker)
                         unresolved = []

@@ -18,6 +18,7 @@ from inbox._core.errors import RefusedError
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from inbox._operations.models import EventSummary
+from inbox._operations.records import WorkerVersion
 from inbox._operations.selection import EVENT_STATES, EventFilter
 from inbox._operations.term import Cell, relative, table, use_colour
 from inbox.queries import events, parse_time
@@ -39,6 +40,7 @@ __all__ = [
     "positive_seconds",
     "print_json",
     "print_result",
+    "workers_line",
 ]
 
 STATE_STYLES = {
@@ -215,3 +217,16 @@ def print_result(
         print_json(record.to_json())
     else:
         print(render(record))
+
+
+def workers_line(workers: Sequence[WorkerVersion]) -> str:
+    """The running workers by version: "2 workers: 3f2a… since 10:02, 9c1b… since 09:15"."""
+    if not workers:
+        return "workers: none running"
+    count = sum(w.processes for w in workers)
+    each = ", ".join(
+        f"{w.version} since {w.since.astimezone():%Y-%m-%d %H:%M}"
+        + (f" ({w.processes} processes)" if w.processes > 1 else "")
+        for w in workers
+    )
+    return f"{count} worker{'s' if count != 1 else ''}: {each}"

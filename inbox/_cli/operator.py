@@ -21,6 +21,7 @@ from inbox._cli.common import (
     list_page,
     print_json,
     print_result,
+    workers_line,
 )
 from inbox._cli.logs import say
 from inbox._core.runtime import database_url
@@ -101,6 +102,8 @@ def _render_status(st: Status) -> str:
         f"workers: {st.worker_processes} process(es), {st.listeners} listener(s);"
         f" notification queue {st.notification_queue_usage:.0%} used"
     )
+    if st.worker_versions:
+        lines.append(f"code: {workers_line(st.worker_versions)}")
     if st.held:
         lines.append(
             paint(f"held keys: {st.held} (ordered keys waiting on their head)", "yellow", colour)
@@ -201,11 +204,14 @@ def render_event(e: EventDetail) -> str:
                 (a.outcome, STATE_STYLES.get(a.outcome) or ("red" if a.error_class else None)),
                 a.handler or "-",
                 a.worker or "-",
+                a.version or "-",
                 f"{a.error_class}: {a.error_message}" if a.error_class else "",
             ]
             for a in e.attempts
         ]
-        headers = ["#", "RUN", "STARTED", "TOOK", "OUTCOME", "HANDLER", "WORKER", "ERROR"]
+        headers = [
+            "#", "RUN", "STARTED", "TOOK", "OUTCOME", "HANDLER", "WORKER", "VERSION", "ERROR",
+        ]  # fmt: skip
         out.append(_indent(table(headers, attempt_rows, colour=colour)))
         reasons = {a.replay_id: a.replay_reason for a in e.attempts if a.replay_id is not None}
         out += [f"  replay {run}: {reason or '-'}" for run, reason in reasons.items()]
@@ -228,7 +234,8 @@ def _last_traceback(attempts: list[Attempt], colour: bool) -> list[str]:
         return []
     last = failed[-1]
     more = f"; --json has all {len(failed)}" if len(failed) > 1 else ""
-    title = f"traceback of attempt {last.sequence}{more}"
+    ran = f", version {last.version}" if last.version else ""
+    title = f"traceback of attempt {last.sequence}{ran}{more}"
     return [paint(title, "bold", colour), _indent(last.error_traceback or "")]
 
 

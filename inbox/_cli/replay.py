@@ -17,6 +17,7 @@ from inbox._cli.common import (
     positive_int,
     print_json,
     print_result,
+    workers_line,
 )
 from inbox._cli.logs import say
 from inbox._core.errors import RefusedError
@@ -82,6 +83,7 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             kind="dead-retry" if kind == "dead-retry" else "replay",
             include_processed=args.include_processed,
             via="cli",
+            require_version=args.require_version,
         )
     for bar in bars:
         bar.close()
@@ -100,12 +102,20 @@ def _processed_note(result: ReplayResult) -> str:
 
 
 def _render(result: ReplayResult) -> str:
+    required = (
+        f" Only workers of version {result.required_version} run them."
+        if result.required_version
+        else ""
+    )
+    notes = [workers_line(result.workers), *(f"warning: {w}" for w in result.warnings)]
     if result.dry_run:
         lines = [
             f"dry run: {result.selected} event(s) selected; {result.queued} would be queued,"
             f" {result.already_pending} already have pending work. Nothing was changed."
+            + required
             + _processed_note(result)
-            + (" Going ahead needs --include-processed." if result.already_processed else "")
+            + (" Going ahead needs --include-processed." if result.already_processed else ""),
+            *notes,
         ]
         if result.sample:
             lines += [f"sample ({len(result.sample)}):", events_table(result.sample)]
@@ -114,10 +124,13 @@ def _render(result: ReplayResult) -> str:
         return "cancelled: nothing was queued"
     if result.replay_id is None:
         return "no events match: nothing was queued"
-    return (
-        f"replay run {result.replay_id}: queued {result.queued} of {result.selected} selected"
-        f" event(s); {result.already_pending} already had pending work and were left alone."
-        " Workers run them after live work." + _processed_note(result)
+    return "\n".join(
+        [
+            f"replay run {result.replay_id}: queued {result.queued} of {result.selected}"
+            f" selected event(s); {result.already_pending} already had pending work and were"
+            " left alone. Workers run them after live work." + required + _processed_note(result),
+            *notes,
+        ]
     )
 
 
@@ -171,6 +184,12 @@ def _replay_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also re-run events that were processed successfully before (their handlers'"
         " writes happen again unless the handlers are replay-safe); refused without it",
+    )
+    parser.add_argument(
+        "--require-version",
+        metavar="VERSION",
+        help="only a worker running this version of the code ([app] version, or the"
+        " fingerprint `inbox status` shows) runs the events: deploy the fix, then replay",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 

@@ -53,6 +53,7 @@ _ALL_TABLES = (
     "inbox_claims",
     "inbox_replays",
     "inbox_prunes",
+    "inbox_workers",
 )
 
 NEEDS: dict[str, list[Need]] = {
@@ -72,7 +73,7 @@ NEEDS: dict[str, list[Need]] = {
         *_tables("SELECT", "inbox_events", "alembic_version"),
         *_tables("SELECT INSERT", "inbox_attempts"),
         *_tables("SELECT UPDATE DELETE", "inbox_work"),
-        *_tables("SELECT INSERT UPDATE DELETE", "inbox_claims"),
+        *_tables("SELECT INSERT UPDATE DELETE", "inbox_claims", "inbox_workers"),
     ],
     "operator": [
         *_tables("SELECT", *_ALL_TABLES),
@@ -80,7 +81,7 @@ NEEDS: dict[str, list[Need]] = {
         *_columns(
             "inbox_work",
             "UPDATE",
-            "state priority run_at attempts last_error enqueued_at replay_id",
+            "state priority run_at attempts last_error enqueued_at replay_id required_version",
         ),
         Need("sequence", "inbox_replays_id_seq", None, "USAGE"),
         Need("function", "inbox_dead_skip(bigint[], text, text, text, jsonb)", None, "EXECUTE"),

@@ -266,6 +266,10 @@ class AppSettings(_Section):
     # (`create table if not exists ...`); in production they are your own migrations, run
     # after `inbox db upgrade`.
     tables: list[Path] = Field(default_factory=list)
+    # The version of the handlers this deploy runs (its git commit, say): what workers
+    # report, and what `inbox replay --require-version` asks for. Unset, a worker reports a
+    # fingerprint of its handlers' source files.
+    version: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class RetentionSettings(_Section):

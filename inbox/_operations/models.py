@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from inbox._operations.records import Record, ReplayRun, encode_cursor, jsonable, record_json
+from inbox._operations.records import (
+    Record,
+    ReplayRun,
+    WorkerVersion,
+    encode_cursor,
+    jsonable,
+    record_json,
+)
 from inbox._operations.selection import EventState
 
 __all__ = [
@@ -102,6 +109,8 @@ class Attempt(Record):
     sequence: int = 0
     """The attempt's place in the event's whole history (1, 2, ...); ``attempt`` counts
     within its run, the live one or a replay (``replay_id``), and restarts with each."""
+    version: str | None = None
+    """The version of the code that ran it (None: recorded before versions were)."""
 
     @property
     def duration(self) -> timedelta:
@@ -259,6 +268,8 @@ class Status(Record):
     """Ordered keys held by their head (the first ``HELD_SHOWN``)."""
     held: int = 0
     """How many keys are held in all."""
+    worker_versions: list[WorkerVersion] = field(default_factory=list)
+    """The running worker processes by the version of the code they run, newest first."""
 
     @property
     def healthy(self) -> bool:
@@ -281,6 +292,7 @@ class Status(Record):
                 "processes": self.worker_processes,
                 "listeners": self.listeners,
                 "notification_queue_usage": self.notification_queue_usage,
+                "versions": [v.to_json() for v in self.worker_versions],
             },
         }
 

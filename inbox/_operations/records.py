@@ -23,6 +23,7 @@ __all__ = [
     "ReplayProgress",
     "ReplayRun",
     "Via",
+    "WorkerVersion",
     "check_via",
     "cursor_int",
     "cursor_time",
@@ -137,6 +138,18 @@ class ReplayRun(Record):
     queued: int
     rate_per_second: float | None
     via: Via = "api"
+    required_version: str | None = None
+    """Only a worker running this version of the code runs the run's events."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerVersion(Record):
+    """Worker processes running one version of the code (``inbox_workers``)."""
+
+    version: str
+    processes: int
+    since: datetime
+    """When the first of them started."""
 
 
 @dataclass(frozen=True, slots=True)

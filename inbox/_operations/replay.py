@@ -28,7 +28,14 @@ from inbox._core.errors import RefusedError
 from inbox._core.logs import get_logger
 from inbox._core.sql import load_queries
 from inbox._operations.models import EventSummary
-from inbox._operations.records import Record, ReplayRun, Via, check_via, record_json
+from inbox._operations.records import (
+    Record,
+    ReplayRun,
+    Via,
+    WorkerVersion,
+    check_via,
+    record_json,
+)
 from inbox._operations.selection import EventFilter
 from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
@@ -70,6 +77,8 @@ _RESULT_FIELDS = (
     "queued",
     "already_pending",
     "already_processed",
+    "required_version",
+    "workers",
     "sample",
 )
 
@@ -89,9 +98,31 @@ class ReplayResult(Record):
     sample: list[EventSummary] = field(default_factory=list)
     already_processed: int = 0
     """Queued (or to be) events that ran successfully before: their handlers run again."""
+    required_version: str | None = None
+    """Only a worker running this version of the code runs the queued events."""
+    workers: list[WorkerVersion] = field(default_factory=list)
+    """The worker processes running when the replay was made, by version, newest first."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """What to know before the events run: workers of other versions than the fix."""
+        if self.required_version is not None:
+            if not any(w.version == self.required_version for w in self.workers):
+                return [
+                    f"no running worker has version {self.required_version}: the events wait"
+                    " until one starts"
+                ]
+            return []
+        if len(self.workers) > 1:
+            return [
+                f"workers run {len(self.workers)} versions of the code; any of them may run"
+                " these events: deploy the fix to every worker first, or require its version"
+                " (--require-version)"
+            ]
+        return []
 
     def to_json(self) -> dict[str, Any]:
-        return record_json(self, _RESULT_FIELDS)
+        return {**record_json(self, _RESULT_FIELDS), "warnings": self.warnings}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +158,23 @@ class ReplayStore:
     def next_replay_id(self) -> int:
         return int(self._one("next_replay_id", {}))
 
-    def enqueue(self, replay_id: int, ids: Sequence[int], offset: int, rate: float | None) -> int:
+    def enqueue(
+        self,
+        replay_id: int,
+        ids: Sequence[int],
+        offset: int,
+        rate: float | None,
+        required_version: str | None,
+    ) -> int:
         cursor = self._conn.execute(
             _q("enqueue_replay"),
-            {"event_ids": list(ids), "replay_id": replay_id, "offset": offset, "rate": rate},
+            {
+                "event_ids": list(ids),
+                "replay_id": replay_id,
+                "offset": offset,
+                "rate": rate,
+                "required_version": required_version,
+            },
         )
         return len(cursor.fetchall())
 
@@ -147,6 +191,7 @@ class ReplayStore:
                 "queued": run.queued,
                 "rate": run.rate_per_second,
                 "via": run.via,
+                "required_version": run.required_version,
             },
         )
         self._conn.execute(_q("wake_workers"))
@@ -188,6 +233,7 @@ def replay(
     sample_size: int = 10,
     kind: Kind = "replay",
     include_processed: bool = True,
+    require_version: str | None = None,
 ) -> ReplayResult:
     """Queue the selected events for the workers again, as one audited run.
 
@@ -203,6 +249,11 @@ def replay(
     (what ``inbox replay`` does unless ``--include-processed``) a selection with any of
     them is refused (``RefusedError``) before anything is written.
     ``actor`` (default: ``user@host`` of this process) and ``via`` are recorded with it.
+
+    ``require_version``: only a worker running that version of the code (``[app] version``,
+    or the fingerprint ``inbox status`` shows) runs the queued events, so that workers still
+    running the old code during a deploy leave them alone. ``result.workers`` says which
+    versions are running, and ``result.warnings`` what that means for this run.
     """
     if not reason or not reason.strip():
         raise RefusedError("a replay needs a reason (it is recorded with the run)", action="replay")
@@ -214,6 +265,11 @@ def replay(
         )
     if rate is not None and rate <= 0:
         raise ValueError("rate must be a positive number of events per second")
+    if require_version is not None and not 0 < len(require_version.strip()) <= 200:
+        raise RefusedError(
+            "a required version is 1 to 200 characters (what `inbox status` shows)",
+            action="replay",
+        )
     check_via(via)
     selection = event_filter or EventFilter()
     if ids is not None:
@@ -230,6 +286,7 @@ def replay(
         sample_size=sample_size,
         kind=kind,
         include_processed=include_processed,
+        required_version=require_version.strip() if require_version else None,
     )
     for attempt in range(1, SNAPSHOT_TRIES + 1):
         ours = False
@@ -289,13 +346,15 @@ class _Run:
     sample_size: int
     kind: Kind
     include_processed: bool
+    required_version: str | None
 
     def once(self, conn: psycopg.Connection[Any]) -> ReplayResult:
         store = ReplayStore(conn)
         selected = event_ids(conn, self.selection)  # oldest first: a run replays in order
         queue, processed = store.to_queue(selected)
+        log_store = LogStore(conn)
         # The newest of the first few, as an events page lists them.
-        sample = LogStore(conn).summaries(selected[: self.sample_size][::-1])
+        sample = log_store.summaries(selected[: self.sample_size][::-1])
         preview = ReplayResult(
             selected=len(selected),
             queued=len(queue),
@@ -303,6 +362,8 @@ class _Run:
             dry_run=self.dry_run,
             sample=sample,
             already_processed=processed,
+            required_version=self.required_version,
+            workers=log_store.running_workers(),
         )
         if self.dry_run or not selected:
             return preview
@@ -325,7 +386,7 @@ class _Run:
         queued = 0
         for offset in range(0, len(queue), CHUNK):
             chunk = queue[offset : offset + CHUNK]
-            queued += store.enqueue(replay_id, chunk, offset, self.rate)
+            queued += store.enqueue(replay_id, chunk, offset, self.rate, self.required_version)
             if self.progress is not None:
                 self.progress(len(chunk))
         store.record_run(
@@ -340,6 +401,7 @@ class _Run:
                 queued=queued,
                 rate_per_second=self.rate,
                 via=self.via,
+                required_version=self.required_version,
             )
         )
         return replace(

@@ -29,6 +29,7 @@ from inbox._operations.records import (
     AuditEntry,
     ReplayProgress,
     ReplayRun,
+    WorkerVersion,
 )
 from inbox._operations.selection import EventFilter
 
@@ -98,6 +99,9 @@ class LogStore:
     def sessions(self) -> tuple[int, int, float]:
         [(processes, listeners, usage)] = self._rows("status_sessions", {})
         return int(processes), int(listeners), float(usage)
+
+    def running_workers(self) -> list[WorkerVersion]:
+        return [WorkerVersion(*row) for row in self._rows("running_workers", {})]
 
     # --- events -------------------------------------------------------------------------
 

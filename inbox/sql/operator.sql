@@ -82,6 +82,21 @@ select count(distinct substring(application_name from '^pg-inbox worker (.*)/[0-
 from pg_stat_activity
 where datname = current_database()
 
+-- name: running_workers
+-- The worker processes running now, by the version of the code they run, newest first. A
+-- process runs while a connection of its own ("pg-inbox worker NAME/N", cut to the 63
+-- characters PostgreSQL keeps) is open: one that was killed never said it stopped.
+select w.version, count(*)::integer as processes, min(w.started_at) as since
+from inbox_workers w
+where w.stopped_at is null
+  and exists (
+      select from pg_stat_activity a
+      where a.datname = current_database()
+        and starts_with(a.application_name, left('pg-inbox worker ' || w.name || '/', 63))
+  )
+group by w.version
+order by min(w.started_at) desc
+
 -- name: select_events
 -- The ids of the events a filter selects, newest first, from `before` down (keyset paging
 -- over the primary key, which grows with arrival; a null limit selects all). The state is
@@ -218,7 +233,7 @@ order by id
 -- sequence numbers the event's whole history, so no two attempts share a number.
 select a.attempt, a.started_at, a.finished_at, a.outcome, a.handler, a.worker,
        a.error_class, a.error_message, a.replay_id, r.reason as replay_reason,
-       a.error_traceback, row_number() over (order by a.id) as sequence
+       a.error_traceback, row_number() over (order by a.id) as sequence, a.version
 from inbox_attempts a
 left join inbox_replays r on r.id = a.replay_id
 where a.event_id = %(id)s::bigint
@@ -228,7 +243,7 @@ order by a.id
 -- The runs that included an event: those its attempts ran under, and the one its pending
 -- or dead work was queued by (not attempted yet). Both lookups go by the event's id.
 select r.id, r.kind, r.created_at, r.created_by, r.reason, r.filter, r.selected, r.queued,
-       r.rate_per_second, r.via
+       r.rate_per_second, r.via, r.required_version
 from inbox_replays r
 where r.id in (
     select a.replay_id from inbox_attempts a

@@ -42,8 +42,10 @@ order by t.n
 -- and replayed events of one key run in key order (whatever their due times). A revived
 -- dead letter of an ordered key keeps its priority: it takes its place in its key again
 -- (a held key's head stays its head) rather than queueing behind the events it held.
+-- With a required version, only a worker running that version of the code claims them.
 insert into inbox_work
-    (event_id, priority, run_at, replay_id, source, ordering_key, order_at, on_dead)
+    (event_id, priority, run_at, replay_id, source, ordering_key, order_at, on_dead,
+     required_version)
 select t.event_id,
        1,
        case
@@ -54,7 +56,8 @@ select t.event_id,
        case when e.ordering_key is not null then e.source end,
        e.ordering_key,
        e.order_at,
-       e.on_dead
+       e.on_dead,
+       %(required_version)s::text
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
 join inbox_events e on e.id = t.event_id
 on conflict (event_id) do update
@@ -65,18 +68,20 @@ on conflict (event_id) do update
         attempts = 0,
         last_error = null,
         enqueued_at = now(),
-        replay_id = excluded.replay_id
+        replay_id = excluded.replay_id,
+        required_version = excluded.required_version
     where inbox_work.state = 'dead'
 returning event_id
 
 -- name: insert_replay_run
 insert into inbox_replays
-    (id, kind, created_by, reason, filter, selected, queued, rate_per_second, via)
+    (id, kind, created_by, reason, filter, selected, queued, rate_per_second, via,
+     required_version)
 overriding system value
 values
     (%(id)s::bigint, %(kind)s::text, %(created_by)s::text, %(reason)s::text,
      %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8,
-     %(via)s::text)
+     %(via)s::text, %(required_version)s::text)
 
 -- name: skip_dead
 -- `inbox dead skip`: the dead letters among the ids leave the work table as skipped (their
@@ -91,7 +96,7 @@ select pg_notify('inbox_work', '')
 
 -- name: replay_runs
 select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
-       via
+       via, required_version
 from inbox_replays
 order by id desc
 limit %(limit)s::bigint

@@ -24,7 +24,7 @@ $$
 -- name: reset
 revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-              {schema}.inbox_prunes
+              {schema}.inbox_prunes, {schema}.inbox_workers
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -57,11 +57,13 @@ grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {rece
 -- Reads events (their trace context included: a handler's span links to its receipt);
 -- claims (FOR UPDATE), settles (deletes or reschedules) work; appends attempts; keeps the
 -- claim counters that spot a crashed worker. The queue gauges of its /metrics read
--- inbox_work and inbox_events too (processors' queue_gauges).
+-- inbox_work and inbox_events too (processors' queue_gauges). It reports the code it
+-- runs in inbox_workers (and removes the rows of workers that stopped long ago).
 grant select on {schema}.inbox_events, {schema}.inbox_attempts to {worker};
 grant select, update, delete on {schema}.inbox_work to {worker};
 grant select, insert, update, delete on {schema}.inbox_claims to {worker};
-grant insert on {schema}.inbox_attempts to {worker}
+grant insert on {schema}.inbox_attempts to {worker};
+grant select, insert, update, delete on {schema}.inbox_workers to {worker}
 
 -- name: operator
 -- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
@@ -69,8 +71,9 @@ grant insert on {schema}.inbox_attempts to {worker}
 -- letter (`inbox dead skip`) deletes work only through the audited inbox_dead_skip.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-                {schema}.inbox_prunes to {operator};
-grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id)
+                {schema}.inbox_prunes, {schema}.inbox_workers to {operator};
+grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id,
+                      required_version)
     on {schema}.inbox_work to {operator};
 grant insert on {schema}.inbox_replays to {operator};
 grant usage on sequence {schema}.inbox_replays_id_seq to {operator};

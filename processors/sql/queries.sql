@@ -24,6 +24,8 @@
 -- short of a batch, the loops take turns between the start and a sweep through the windows
 -- past it, and start from the beginning at least every second, which finds what the
 -- resumed scans passed by (processors._store.ClaimCursor).
+-- Work that requires a version of the code (a replay after a fix) is taken only by a
+-- worker of that version.
 -- traceparent and tracestate are the receipt's trace context, which each handler run's
 -- span links to. The last two columns are each row's position (with event_id), where the
 -- next claim may resume. The last row is no event (attempts is null): its event_id,
@@ -64,6 +66,7 @@ from (
           > (%(after_priority)s::smallint, %(after_run_at)s::timestamptz, %(after_event_id)s::bigint)
       and (priority, run_at, event_id)
           <= ((select priority from bound), (select run_at from bound), (select event_id from bound))
+      and (required_version is null or required_version = %(version)s::text)
       -- Probed per candidate row (OFFSET 0 keeps the planner from making it a join): the
       -- counters churn, a row in and out per event, and between two autovacuum visits the
       -- planner scales their last statistics (a dense table, vacuumed with a few live rows)
@@ -136,6 +139,7 @@ from (
     from inbox_claims c
     join inbox_work w on w.event_id = c.event_id
     where w.state = 'pending' and w.run_at <= now()
+      and (w.required_version is null or w.required_version = %(version)s::text)
     order by c.last_claimed_at, c.event_id
     limit 1
     for update of w skip locked
@@ -258,11 +262,27 @@ unclaimed_released as (
 )
 insert into inbox_attempts
     (event_id, attempt, started_at, finished_at, outcome, handler, worker,
-     error_class, error_message, replay_id, error_traceback)
+     error_class, error_message, replay_id, error_traceback, version)
 select event_id, attempt, started_at, finished_at, outcome, handler, %(worker)s,
-       error_class, error_message, replay_id, error_traceback
+       error_class, error_message, replay_id, error_traceback, %(version)s::text
 from outcome
 where outcome <> 'released'
+
+-- name: register_worker
+-- A worker process says which code it runs, when it connects (again: the same process
+-- keeps the time it started). Rows of processes that stopped more than a week ago go.
+with gone as (
+    delete from inbox_workers
+    where stopped_at < now() - interval '7 days'
+)
+insert into inbox_workers (name, version, started_at)
+values (%(name)s::text, %(version)s::text, %(started_at)s::timestamptz)
+on conflict (name) do update
+    set version = excluded.version, started_at = excluded.started_at, stopped_at = null
+
+-- name: worker_stopped
+update inbox_workers set stopped_at = now()
+where name = %(name)s::text and started_at = %(started_at)s::timestamptz
 
 -- name: unsettled_of
 -- After a connection was lost during COMMIT: settling deletes an event's claim counter in

@@ -54,7 +54,12 @@ def test_a_replays_attempts_continue_the_history_and_failures_show_their_traceba
     human = inbox(db_url, "events", "show", str(event_id))
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
-    start = lines.index("traceback of attempt 2; --json has all 2")
+    # The version that ran it: the fingerprint of this test's handlers.
+    [title] = [line for line in lines if line.startswith("traceback of attempt 2, version ")]
+    assert title.endswith("; --json has all 2")
+    version = title.removeprefix("traceback of attempt 2, version ").split(";")[0]
+    assert all(a["version"] == version for a in attempts)
+    start = lines.index(title)
     table = lines[lines.index("attempts (3)") + 2 : start - 1]  # the header, the reason
     assert [row.split()[:3] for row in table] == [
         ["1", "live", "#1"],

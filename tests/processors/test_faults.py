@@ -65,6 +65,24 @@ def assert_each_effect_exactly_once(url: str, count: int) -> None:
     assert row == (count, count, count, 0, count)
 
 
+def kill_mid_batch(url: str, victim: WorkerProcess) -> None:
+    """SIGKILL ``victim`` while it holds a batch: its claim counters are committed before
+    its handlers run and deleted when the batch commits, so they mark a batch in flight."""
+    wait_for(
+        lambda: (
+            scalar(
+                url,
+                "select count(*) from inbox_claims where last_worker like %s",
+                [f"%:{victim.pid}/%"],
+            )
+            > 0
+        ),
+        timeout=60,
+        what=f"worker {victim.pid} to hold a batch",
+    )
+    victim.kill()
+
+
 @pytest.fixture
 def workers(tmp_path: Path) -> Iterator[list[WorkerProcess]]:
     started: list[WorkerProcess] = []
@@ -145,22 +163,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     rng = random.Random(7)
     kills = 0
     while kills < 12:
-        victim = rng.choice([w for w in workers if w.alive()])
-        # Kill it while it holds a batch: its claim counters are committed before its
-        # handlers run and deleted when the batch commits, so they mark a batch in flight.
-        wait_for(
-            lambda pattern=f"%:{victim.pid}/%": (
-                scalar(
-                    db_url,
-                    "select count(*) from inbox_claims where last_worker like %s",
-                    [pattern],
-                )
-                > 0
-            ),
-            timeout=60,
-            what=f"worker {victim.pid} to hold a batch",
-        )
-        victim.kill()
+        kill_mid_batch(db_url, rng.choice([w for w in workers if w.alive()]))
         kills += 1
         workers.append(WorkerProcess(worker_url, tmp_path, len(workers), **slow))
     assert not queue_is_empty(db_url), "the backlog drained before the kills were done"
@@ -278,3 +281,42 @@ def test_postgres_crash_and_restart_mid_run_loses_nothing_and_repeats_nothing(
         finally:
             for worker in workers:
                 worker.close()
+
+
+def test_a_replay_that_requires_a_version_runs_once_on_it_through_sigkills(
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """A rolling deploy: a worker of the old code keeps running beside workers of the fix,
+    which are killed mid-handler again and again. The replay runs on the fix only, and each
+    of its effects happens exactly once."""
+    from inbox.queries import EventFilter, replay
+
+    create_business_table(db_url)
+    write_orders(db_url, 600, refunds_too=True)
+    old = {"INBOX_APP__VERSION": "old", "FAULT_HANDLER_SLEEP_MS": "5"}
+    workers.append(WorkerProcess(worker_url, tmp_path, 0, **old))
+    wait_for(lambda: queue_is_empty(db_url), timeout=120, what="the first run")
+    with psycopg.connect(db_url) as conn:
+        conn.execute("truncate payments")  # the business rows the replay must make again
+    result = replay(db_url, reason="the fix", event_filter=EventFilter(), require_version="fixed")
+    assert result.queued == 600
+    fixed = {"INBOX_APP__VERSION": "fixed", "FAULT_HANDLER_SLEEP_MS": "20"}
+    workers.extend(WorkerProcess(worker_url, tmp_path, n, **fixed) for n in (1, 2))
+    rng = random.Random(11)
+    for kill in range(6):
+        kill_mid_batch(db_url, rng.choice([w for w in workers[1:] if w.alive()]))
+        workers.append(WorkerProcess(worker_url, tmp_path, 3 + kill, **fixed))
+    assert not queue_is_empty(db_url), "the replay drained before the kills were done"
+    wait_for(lambda: queue_is_empty(db_url), timeout=240, what="the replay to drain")
+    for worker in workers:
+        if worker.alive():
+            assert worker.terminate() == 0, worker.output()
+    assert_each_effect_exactly_once(db_url, 600)
+    notes = {n for (n,) in rows(db_url, "select distinct note from payments")}
+    assert str(workers[0].pid) not in notes  # the old code ran none of the replay
+    replayed = rows(
+        db_url,
+        "select distinct version from inbox_attempts where replay_id = %s",
+        [result.replay_id],
+    )
+    assert replayed == [("fixed",)]
