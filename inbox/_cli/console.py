@@ -106,7 +106,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def register(commands: Any) -> None:
     console = commands.add_parser(
-        "console", help="run the operator console (web pages); hash-password makes a user's hash"
+        "console",
+        help="run the operator console (web pages); hash-password makes a user's hash",
+        description="Without ACTION: serve the operator console.",
+        # ACTION is optional (none serves the console); argparse would print it as required.
+        usage="%(prog)s [-h] [--host HOST] [--port PORT] [ACTION ...]",
     )
     console.add_argument("--host", help="interface to listen on (default: [console] host)")
     console.add_argument("--port", type=int, help="port to listen on (default: [console] port)")

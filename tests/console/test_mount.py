@@ -107,6 +107,14 @@ def test_hash_password_command() -> None:
     assert "Traceback" not in empty.stderr
 
 
+def test_console_usage_shows_the_action_as_optional() -> None:
+    done = _inbox("console", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        "usage: inbox console [-h] [--host HOST] [--port PORT] [ACTION ...]\n"
+    )
+
+
 def test_console_command_explains_a_missing_key(seeded_db: Seeded) -> None:
     refused = _inbox("console", INBOX_DATABASE_URL=seeded_db.url)
     assert refused.returncode == 2
