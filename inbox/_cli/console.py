@@ -1,4 +1,5 @@
-"""``inbox console`` (the operator console on its own) and ``inbox console hash-password``.
+"""``inbox console`` (the operator console on its own), ``inbox console hash-password``, and
+``inbox console link`` (a new one-time sign-in link for the console of a running ``inbox dev``).
 
 The console's own package needs the ``console`` extra (Jinja2, itsdangerous); this module
 imports it only when a command runs, so ``inbox`` works without it.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from inbox._cli.logs import say
@@ -34,6 +37,36 @@ def _hash_password(args: argparse.Namespace, settings: Settings) -> int:
     if not password:
         raise ConfigError("no password on stdin (an empty password is refused)")
     print(hash_password(password))
+    return 0
+
+
+def _dev_receiver(state_file: Path, settings: Settings) -> str:
+    """The base URL of the running ``inbox dev``: as it announced it, else as configured."""
+    try:
+        announced = json.loads(state_file.read_text(encoding="utf-8")).get("receiver")
+    except (OSError, ValueError, AttributeError):  # not a JSON object: as configured
+        announced = None
+    if isinstance(announced, str) and announced:
+        return announced.rstrip("/")
+    return f"http://{settings.receiver.host}:{settings.receiver.port}"
+
+
+def _link(args: argparse.Namespace, settings: Settings) -> int:
+    from inbox._core.embedded import running_dev_server
+
+    data_dir = settings.database.data_dir
+    running = running_dev_server(data_dir)
+    if running is None:
+        raise ConfigError(
+            f"no `inbox dev` is running on {data_dir}/: a sign-in link is for the console of a"
+            " running `inbox dev`; run this in its folder (with its --config, if it has one)"
+        )
+    _console_module()  # says which extra is missing, if one is
+    from inbox.console._links import mint_link
+
+    token = mint_link(data_dir)
+    base = _dev_receiver(running.state_file, settings)
+    print(f"{base}{settings.console.base_path}/login/token/{token}")
     return 0
 
 
@@ -107,7 +140,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def register(commands: Any) -> None:
     console = commands.add_parser(
         "console",
-        help="run the operator console (web pages); hash-password makes a user's hash",
+        help="run the operator console (web pages); hash-password makes a user's hash;"
+        " link signs in to a running inbox dev",
         description="Without ACTION: serve the operator console.",
         # ACTION is optional (none serves the console); argparse would print it as required.
         usage="%(prog)s [-h] [--host HOST] [--port PORT] [ACTION ...]",
@@ -121,3 +155,9 @@ def register(commands: Any) -> None:
         help="read a password on stdin, print its hash for [[console.users]] password_hash",
     )
     hashing.set_defaults(handler=_hash_password)
+    link = actions.add_parser(
+        "link",
+        help="print a new one-time sign-in link for the console of the inbox dev running"
+        " in this folder (valid once, for 15 minutes)",
+    )
+    link.set_defaults(handler=_link)

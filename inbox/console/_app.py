@@ -23,12 +23,13 @@ from inbox._core.errors import (
 from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
 from inbox.console import _actions, _login, _pages
-from inbox.console._auth import DevToken, LoginLimiter
+from inbox.console._auth import LoginLimiter
+from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
 from inbox.console._session import SessionMiddleware
 from inbox.console._web import Console, error_page
 
-__all__ = ["create_app"]
+__all__ = ["build_app", "create_app"]
 
 log = get_logger("inbox.console")
 
@@ -102,6 +103,19 @@ def create_app(
     ``secret_key`` overrides the settings' (``inbox dev`` passes a fresh one);
     ``dev_login_token`` enables ``GET /login/token/{token}``, valid once.
     """
+    dev_token = DevToken(dev_login_token) if dev_login_token else None
+    return build_app(settings, dsn=dsn, secret_key=secret_key, dev_token=dev_token)
+
+
+def build_app(
+    settings: Settings,
+    *,
+    dsn: str | None = None,
+    secret_key: str | None = None,
+    dev_token: DevToken | None = None,
+) -> Starlette:
+    """``create_app``, with the one-time links of ``inbox dev`` given whole (its banner's
+    and the ones ``inbox console link`` mints)."""
     dsn = dsn or settings.database.url
     if not dsn:
         raise ConfigError(
@@ -122,7 +136,7 @@ def create_app(
         limiter=LoginLimiter(
             settings.console.login_attempts, settings.console.login_window_seconds
         ),
-        dev_token=DevToken(dev_login_token) if dev_login_token else None,
+        dev_token=dev_token,
     )
 
     @asynccontextmanager

@@ -1,9 +1,9 @@
-"""Who is signed in: users from the settings, an SSO proxy's trusted header, the one-time
-link of ``inbox dev``; and the limit on failed sign-ins."""
+"""Who is signed in: users from the settings, an SSO proxy's trusted header, the session a
+one-time link of ``inbox dev`` started (inbox.console._links); and the limit on failed
+sign-ins."""
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ from inbox._core.settings import ConsoleSettings
 from inbox.console._passwords import verify_password
 from inbox.console._session import peer_in, session_of
 
-__all__ = ["DevToken", "LoginLimiter", "Principal", "authenticate", "current_principal"]
+__all__ = ["LoginLimiter", "Principal", "authenticate", "current_principal"]
 
 log = get_logger("inbox.console")
 
@@ -135,17 +135,3 @@ class LoginLimiter:
 
     def succeeded(self, key: tuple[str, str]) -> None:
         self._failures.pop(key, None)
-
-
-class DevToken:
-    """The one-time sign-in link of ``inbox dev``: valid once, for an operator session."""
-
-    def __init__(self, token: str | None = None) -> None:
-        self._token: str | None = token or secrets.token_urlsafe(24)
-        self.value = self._token
-
-    def redeem(self, offered: str) -> bool:
-        token, ok = self._token, False
-        if token is not None and secrets.compare_digest(offered.encode(), token.encode()):
-            self._token, ok = None, True
-        return ok

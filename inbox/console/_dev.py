@@ -1,17 +1,19 @@
 """The console next to the receiver: ``[console] enabled`` in ``inbox serve``, and
-``inbox dev``, which turns it on with a fresh key and a one-time sign-in link."""
+``inbox dev``, which turns it on with a fresh key and one-time sign-in links."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from inbox._core.settings import Settings
-from inbox.console._app import create_app
+from inbox.console._app import build_app
+from inbox.console._links import NEW_LINK_COMMAND, DevToken
 from inbox.console._web import Console
 
 __all__ = ["mount_for_dev", "with_console"]
@@ -23,13 +25,13 @@ def with_console(
     dsn: str,
     *,
     secret_key: str | None = None,
-    dev_login_token: str | None = None,
+    dev_token: DevToken | None = None,
 ) -> Starlette:
     """``receiver`` with the console mounted at ``[console] base_path`` (``/console``).
 
     The result runs the receiver's lifespan and closes the console's pool after it.
     """
-    console = create_app(settings, dsn=dsn, secret_key=secret_key, dev_login_token=dev_login_token)
+    console = build_app(settings, dsn=dsn, secret_key=secret_key, dev_token=dev_token)
     state = console.state.console
     assert isinstance(state, Console)
 
@@ -50,11 +52,27 @@ def with_console(
     return app
 
 
-def mount_for_dev(settings: Settings, dsn: str, receiver: Starlette) -> tuple[Starlette, str]:
+def mount_for_dev(
+    settings: Settings,
+    dsn: str,
+    receiver: Starlette,
+    *,
+    data_dir: Path | None = None,
+    new_link_command: str = NEW_LINK_COMMAND,
+) -> tuple[Starlette, str]:
     """For ``inbox dev``: the receiver with the console, signed with a fresh key, and the
-    path of its one-time sign-in link (print it with the host and port in front)."""
-    token = secrets.token_urlsafe(24)
-    app = with_console(
-        receiver, settings, dsn, secret_key=secrets.token_urlsafe(32), dev_login_token=token
+    path of its one-time sign-in link (print it with the host and port in front).
+
+    The console also accepts the links ``inbox console link`` mints into ``data_dir``
+    (default ``[database] data_dir``) while it runs; a used or unknown link's page says to
+    run ``new_link_command`` in this process's folder for a new one.
+    """
+    token = DevToken(
+        data_dir=settings.database.data_dir if data_dir is None else data_dir,
+        command=new_link_command,
+        folder=Path.cwd(),
     )
-    return app, f"{settings.console.base_path}/login/token/{token}"
+    app = with_console(
+        receiver, settings, dsn, secret_key=secrets.token_urlsafe(32), dev_token=token
+    )
+    return app, f"{settings.console.base_path}/login/token/{token.value}"

@@ -37,7 +37,7 @@ def _form(
             "error": error,
             "username": name,
             "next": request.query_params.get("next", ""),
-            "has_users": any(u.password_hash for u in console_of(request).settings.console.users),
+            "has_users": console_of(request).has_users,
         },
         status=status,
     )
@@ -85,7 +85,17 @@ async def logout(request: Request) -> Response:
 
 async def login_token(request: Request) -> Response:
     token = console_of(request).dev_token
-    if token is None or not token.redeem(request.path_params["token"]):
+    offered = request.path_params["token"]
+    if token is None:
         return error_page(request, 403, "This sign-in link is wrong or was already used.")
+    if not await anyio.to_thread.run_sync(token.redeem, offered):
+        log.info("console_dev_link_refused")
+        return error_page(
+            request,
+            403,
+            "This sign-in link is wrong, expired, or was already used: each link works once.",
+            new_link={"command": token.command, "folder": token.folder},
+        )
     session_of(request).sign_in("dev", "operator", "dev")
+    log.info("console_signed_in", user="dev", role="operator", via="dev")
     return RedirectResponse(url_for(request, "/"), 303)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import ImmutableMultiDict
@@ -14,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from inbox._core.settings import Settings
-from inbox.console._auth import DevToken, LoginLimiter, Principal, current_principal
+from inbox.console._auth import LoginLimiter, Principal, current_principal
+from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
 from inbox.console._render import render, url_for
 from inbox.console._session import session_of
@@ -44,6 +46,11 @@ class Console:
     def bodies(self) -> str:
         return self.settings.console.bodies
 
+    @property
+    def has_users(self) -> bool:
+        """Whether anyone can sign in with a password (``inbox dev`` has nobody)."""
+        return any(u.password_hash for u in self.settings.console.users)
+
 
 def console_of(request: Request) -> Console:
     console = request.app.state.console
@@ -67,7 +74,11 @@ ERROR_TITLES = {
 }
 
 
-def error_page(request: Request, status: int, message: str) -> Response:
+def error_page(
+    request: Request, status: int, message: str, *, new_link: dict[str, Any] | None = None
+) -> Response:
+    """The error page; ``new_link`` (``command``, ``folder``) says how to get a new
+    one-time link of ``inbox dev`` instead of pointing to a sign-in form nobody can use."""
     return render(
         request,
         "error.html",
@@ -76,6 +87,8 @@ def error_page(request: Request, status: int, message: str) -> Response:
             "element_id": ERROR_IDS.get(status, "error"),
             "title": ERROR_TITLES.get(status, "Error"),
             "message": message,
+            "new_link": new_link,
+            "has_users": console_of(request).has_users,
         },
         status=status,
     )

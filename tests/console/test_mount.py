@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -72,10 +73,10 @@ def test_mounted_in_another_app(seeded_db: Seeded) -> None:
             assert client.get("/ops/inbox/events").status_code == 200
 
 
-def test_mount_for_dev_prints_a_one_time_link(seeded_db: Seeded) -> None:
+def test_mount_for_dev_prints_a_one_time_link(seeded_db: Seeded, tmp_path: Path) -> None:
     settings = make_settings(secret_key=None)  # dev needs none: it makes a fresh one
     receiver = create_receiver(settings, dsn=seeded_db.url)
-    app, login_path = mount_for_dev(settings, seeded_db.url, receiver)
+    app, login_path = mount_for_dev(settings, seeded_db.url, receiver, data_dir=tmp_path)
     assert login_path.startswith("/console/login/token/")
     with TestClient(app) as client:
         landed = client.get(login_path, follow_redirects=False)
