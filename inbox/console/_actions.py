@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 SAMPLE = 20
+# A running replay's page asks again this often (static/live.js): a run of a few events
+# ends within a second or two, and the page should say so when it does, not seconds later.
+# Each refresh is one small indexed query, and stops when the run has finished.
+RUN_REFRESH_SECONDS = 1
 
 
 async def _dead_page(
@@ -58,8 +62,8 @@ async def dead(request: Request) -> Response:
     return await _dead_page(request, parse_filter(request.query_params, state="dead"))
 
 
-def _ids(form: ImmutableMultiDict[str, str]) -> list[int] | None:
-    raw = [v for v in form.getlist("ids") if v.strip()]
+def _ids(form: ImmutableMultiDict[str, str], field: str = "ids") -> list[int] | None:
+    raw = [v for v in form.getlist(field) if v.strip()]
     if not raw:
         return None
     if not all(v.strip().isdigit() and len(v.strip()) < 19 for v in raw):
@@ -71,11 +75,18 @@ def _ids(form: ImmutableMultiDict[str, str]) -> list[int] | None:
 async def dead_retry(request: Request) -> Response:
     form = await checked_form(request)
     parsed = parse_filter(form, state="dead")
-    ids = _ids(form)
+    # "Retry all shown" sends the page's rows as `shown`; the selection is `ids`. Either
+    # way only those still dead are retried.
+    every_shown = form.get("scope") == "shown"
+    ids = _ids(form, "shown" if every_shown else "ids")
     reason = form.get("reason", "").strip()
     error = None
     if not ids:
-        error = "Select at least one dead letter to retry."
+        error = (
+            "No dead letter is shown."
+            if every_shown
+            else "Select at least one dead letter to retry."
+        )
     elif not reason:
         error = "A retry needs a reason (it is recorded in the audit)."
     if error:
@@ -201,7 +212,12 @@ def _run_id(request: Request) -> int:
 async def replay_run(request: Request) -> Response:
     progress = await console_of(request).pool.run(_api.replay_progress, _run_id(request))
     return render(
-        request, "replay_run.html", {"p": progress, "live_refresh": not progress.finished}
+        request,
+        "replay_run.html",
+        {
+            "p": progress,
+            "live_refresh": False if progress.finished else RUN_REFRESH_SECONDS,
+        },
     )
 
 

@@ -1,5 +1,12 @@
 """Charts as inline SVG, drawn on the server: no script, no library, no inline style (the
-colours come from the stylesheet through class names). Every label is escaped."""
+colours and line styles come from the stylesheet through class names). Every label is
+escaped.
+
+Series often coincide (everything received was processed; nothing failed), so each is told
+apart by more than its colour: received is a wide pale band, processed a dashed line drawn
+over it, failed a dotted line on top; the legend shows the same strokes. Zero sits a few
+units above the axis, so a series that stays at zero runs along the axis without hiding it.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,12 @@ from markupsafe import Markup, escape
 
 from inbox._operations.records import Activity
 
-__all__ = ["activity_charts", "svg_chart"]
+__all__ = ["SERIES", "activity_charts", "legend", "svg_chart"]
 
 WIDTH, HEIGHT = 1200, 180
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 12, 22
+FLOOR = 5  # between the axis and the height of zero
+SERIES = ("received", "processed", "failed")  # drawn in this order: the last on top
 
 
 def _nice_max(value: float) -> float:
@@ -36,7 +45,8 @@ def svg_chart(title: str, x_labels: Sequence[str], series: Mapping[str, Sequence
     and last position on the axis. The series' names are the CSS classes of their lines."""
     count = max((len(v) for v in series.values()), default=0)
     top = _nice_max(max((max(v, default=0) for v in series.values()), default=0))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM - FLOOR
+    axis = HEIGHT - BOTTOM
 
     def x(i: int) -> float:
         return LEFT + (plot_w * i / (count - 1) if count > 1 else plot_w / 2)
@@ -48,10 +58,9 @@ def svg_chart(title: str, x_labels: Sequence[str], series: Mapping[str, Sequence
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"'
         f' aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
-        f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - RIGHT}"'
-        f' y2="{TOP + plot_h}"/>',
+        f'<line class="axis" x1="{LEFT}" y1="{axis}" x2="{WIDTH - RIGHT}" y2="{axis}"/>',
         f'<text class="tick" x="{LEFT - 4}" y="{TOP + 4}" text-anchor="end">{top:g}</text>',
-        f'<text class="tick" x="{LEFT - 4}" y="{TOP + plot_h}" text-anchor="end">0</text>',
+        f'<text class="tick" x="{LEFT - 4}" y="{TOP + plot_h + 4}" text-anchor="end">0</text>',
     ]
     if x_labels and count:
         anchors = [(0, "start"), (count // 2, "middle"), (count - 1, "end")]
@@ -69,6 +78,18 @@ def svg_chart(title: str, x_labels: Sequence[str], series: Mapping[str, Sequence
             )
     parts.append("</svg>")
     return Markup("".join(parts))  # noqa: S704 - every interpolated text is escaped above
+
+
+def legend() -> Markup:
+    """The series' names, each after a sample of its line (the chart's classes)."""
+    return Markup(  # noqa: S704 - only the constant names of SERIES
+        " ".join(
+            f'<span class="legend-item"><svg class="swatch" viewBox="0 0 28 8" aria-hidden="true"'
+            f' xmlns="http://www.w3.org/2000/svg"><line class="series {name}" x1="1" y1="4"'
+            f' x2="27" y2="4"/></svg> {name}</span>'
+            for name in SERIES
+        )
+    )
 
 
 def activity_charts(windows: Sequence[tuple[str, Activity]]) -> list[tuple[str, Markup]]:

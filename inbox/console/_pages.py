@@ -3,18 +3,30 @@ body downloads."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from inbox._operations.models import EventDetail, EventPage
+from inbox._operations.models import Delivery, EventDetail, EventPage
 from inbox.console import _api
-from inbox.console._charts import activity_charts
+from inbox.console._charts import activity_charts, legend
 from inbox.console._filters import parse_filter
 from inbox.console._render import body_view, render, url_for
 from inbox.console._web import console_of, principal_of, signed_in
 
-__all__ = ["event_body", "event_detail", "events", "overview"]
+__all__ = [
+    "OVERVIEW_REFRESH_SECONDS",
+    "delivery_runs",
+    "event_body",
+    "event_detail",
+    "events",
+    "overview",
+]
+
+# How often the overview refreshes its numbers when JavaScript is on (static/live.js).
+OVERVIEW_REFRESH_SECONDS = 5
 
 
 @signed_in()
@@ -35,8 +47,9 @@ async def overview(request: Request) -> Response:
         {
             "status": data.status,
             "charts": charts,
+            "legend": legend(),
             "metrics_configured": bool(settings.console.receiver_metrics),
-            "live_refresh": True,
+            "live_refresh": OVERVIEW_REFRESH_SECONDS,
         },
     )
 
@@ -98,10 +111,12 @@ async def event_detail(request: Request) -> Response:
     show_bodies = principal_of(request).may_see_bodies(console_of(request).bodies)
     deliveries = [
         {
-            "delivery": d,
-            "view": body_view(d.body) if show_bodies and d.body is not None else None,
+            "delivery": group[0],
+            "last": group[-1],
+            "count": len(group),
+            "view": body_view(group[0].body) if show_bodies and group[0].body is not None else None,
         }
-        for d in detail.deliveries
+        for group in delivery_runs(detail.deliveries)
     ]
     return render(
         request,
@@ -113,6 +128,19 @@ async def event_detail(request: Request) -> Response:
             "deliveries": deliveries,
         },
     )
+
+
+def delivery_runs(deliveries: Sequence[Delivery]) -> list[list[Delivery]]:
+    """The deliveries in order, a run of consecutive repeats with the same body as one
+    group: a provider retrying for an hour shows as one line with a count, not a line a
+    try. The first delivery (the event itself) stays a group of its own."""
+    runs: list[list[Delivery]] = []
+    for n, delivery in enumerate(deliveries):
+        if n > 1 and runs[-1][-1].body_sha256 == delivery.body_sha256:
+            runs[-1].append(delivery)
+        else:
+            runs.append([delivery])
+    return runs
 
 
 def _download(body: bytes, name: str) -> Response:

@@ -50,6 +50,16 @@ def _when(moment: datetime | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _when_range(first: datetime, last: datetime) -> str:
+    """``first`` to ``last``, the date and zone written once when they share them."""
+    start, end = _when(first), _when(last)
+    if start == end:
+        return start
+    if start[:10] == end[:10]:
+        return f"{start.removesuffix(' UTC')} to {end[11:]}"
+    return f"{start} to {end}"
+
+
 def _ago(moment: datetime | None) -> str:
     if moment is None:
         return "-"
@@ -71,7 +81,9 @@ def _kind_name(kind: str) -> str:
     return KIND_NAMES.get(kind, kind)
 
 
-_ENV.filters.update(when=_when, ago=_ago, duration=_duration, kind_name=_kind_name)
+_ENV.filters.update(
+    when=_when, when_range=_when_range, ago=_ago, duration=_duration, kind_name=_kind_name
+)
 
 
 def hex_dump(data: bytes) -> str:

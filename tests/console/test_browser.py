@@ -20,12 +20,15 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.wait import WebDriverWait
 
+from inbox import InboxWriter
 from inbox.console._passwords import hash_password
 from tests._wait import scalar
 from tests.console._browser import (
+    WINDOW,
     LiveServer,
     Screenshots,
     click_and_load,
@@ -115,6 +118,11 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
 
     sign_in(browser, base, *OPERATOR)
     assert find(browser, "table#sources")
+    offsets = header_offsets(browser, "table#sources")
+    assert len(offsets) == 9, offsets  # 1 h and 24 h twice, and the five other numbers
+    assert all(abs(offset) <= 1 for _, offset in offsets), offsets
+    strokes = series_strokes(browser)
+    assert len(set(strokes.values())) == 3, strokes  # told apart by more than colour
     shots.take(browser, "overview")
 
     click_and_load(browser, find(browser, "header nav a[href$='/events']"))
@@ -149,6 +157,9 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     error = attempts[0].find_element(By.CSS_SELECTOR, ".attempt-error").text
     assert "card_declined: amount 4200 does not match the invoice" in error
     assert '"amount": 4200' in find(browser, "#body").text
+    runs = find(browser, "section#replays")
+    assert runs.find_elements(By.CSS_SELECTOR, "li") == []  # a sentence, not a bullet
+    assert runs.find_element(By.CSS_SELECTOR, "#no-runs").text.startswith("No replay")
     shots.take(browser, "event")
 
     # Replay just this event: the dry run first.
@@ -171,8 +182,11 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     run_id = int(match.group(1))
     assert run_progress(browser) == {"processed": 0, "failed": 0, "pending": 1}
     assert OPERATOR[0] in find(browser, ".run-who").text
+    assert "updates itself" in find(browser, "#run-state").text
 
-    # A worker takes the replayed event; the run's page then shows it processed.
+    # A worker takes the replayed event; the run's page shows it processed by itself,
+    # within a couple of its refreshes, without a reload.
+    browser.execute_script("window.__inbox_same_page = true")
     queued = f"select count(*) from inbox_work where replay_id = {run_id}"
     run_worker_until(
         seeded_db.url,
@@ -181,10 +195,13 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
         worker_settings=settings(max_attempts=3),
         what="the replayed event to settle",
     )
-    browser.refresh()
-    progress = run_progress(browser)
-    assert progress["pending"] == 0, progress
-    assert progress["processed"] == 1, progress
+    WebDriverWait(browser, 3, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: run_progress(d)["pending"] == 0, message="the run's page still says pending"
+    )
+    assert browser.execute_script("return window.__inbox_same_page") is True  # no reload
+    assert run_progress(browser) == {"processed": 1, "failed": 0, "pending": 0}
+    assert find(browser, "#run-state").text == "Finished."
+    assert find(browser, "main").get_attribute("data-refresh") is None  # it stops asking
     shots.take(browser, "replay-run")
 
     click_and_load(browser, find(browser, "header nav a[href$='/audit']"))
@@ -209,8 +226,14 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     assert len(dead) == scalar(
         seeded_db.url, "select count(*) from inbox_work where state = 'dead'"
     )
-    assert find(browser, "form#dead-retry [name=reason]")
+    assert placeholder_fits(browser, "#retry-reason"), "the reason's placeholder is cut off"
     shots.take(browser, "dead")
+
+    # Every dead letter shown, retried with one button (a plain form: no script).
+    find(browser, "#retry-reason").send_keys("INC-43: parser fixed")
+    click_and_load(browser, find(browser, "button#retry-shown"))
+    assert find(browser, "h1").text.startswith("Dead-letter retry #")
+    assert run_progress(browser)["pending"] == len(dead)
 
     sign_out(browser)
 
@@ -222,7 +245,7 @@ def test_operator_finds_replays_and_audits_an_event_and_a_viewer_cannot_replay(
     assert forged_replay(browser, base, event) == 403
     # Refused for the role, not for the token: the viewer's CSRF token was valid.
     assert "operator" in find(browser, "#forbidden").text
-    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 1
+    assert scalar(seeded_db.url, "select count(*) from inbox_replays") == 2  # the two above
     shots.take(browser, "forbidden")
 
 
@@ -236,6 +259,107 @@ def test_a_viewer_sees_held_ordered_keys_and_an_events_trace(
     assert "Held ordered keys: 1" in find(browser, "#held").text
     browser.get(f"{base}/events/{traced}")
     assert TRACE_ID in find(browser, "#event-meta").text
+
+
+def test_repeated_deliveries_show_as_one_line_with_a_count(
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome
+) -> None:
+    with InboxWriter(seeded_db.url) as writer:
+        ids = [writer.write("github", "retried", b"{}").event_id for _ in range(22)]
+    sign_in(browser, console.base_url + "/console", *OPERATOR)
+    browser.get(f"{console.base_url}/console/events/{ids[0]}")
+    lines = browser.find_elements(By.CSS_SELECTOR, "section#deliveries .delivery")
+    assert [line.get_attribute("data-count") for line in lines] == ["1", "21"]
+    assert "same body" in lines[1].text
+    assert "\N{MULTIPLICATION SIGN} 21" in lines[1].text
+    assert "Deliveries (22)" in find(browser, "section#deliveries h2").text
+
+
+def test_the_events_table_fits_a_narrow_window(
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome
+) -> None:
+    """At 800 px, long keys and types are cut to fit (their cells' titles hold them) and
+    the last error stays in view: the page never scrolls sideways."""
+    key, kind = "d6f0a2b4" * 8, "customer.subscription.trial_will_end"
+    with InboxWriter(seeded_db.url) as writer:
+        writer.write("github", key, b"{}", event_type=kind)
+    sign_in(browser, console.base_url + "/console", *OPERATOR)
+    browser.set_window_size(800, WINDOW[1])
+    for path in ("/events", "/dead"):
+        browser.get(f"{console.base_url}/console{path}")
+        table = find(browser, "table.events")
+        wide, window = browser.execute_script(
+            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert wide <= window, f"{path} scrolls sideways: {wide} > {window}"
+        last = table.find_element(By.CSS_SELECTOR, "th.c-error")
+        assert last.text == "Last error"
+        assert last.rect["x"] + last.rect["width"] <= window
+    browser.get(f"{console.base_url}/console/events?source=github")
+    cell = find(browser, "table#events td.key")
+    assert cell.get_attribute("title") == key
+    assert browser.execute_script(
+        "return arguments[0].scrollWidth > arguments[0].clientWidth", cell
+    )
+    browser.get(f"{console.base_url}/console/dead")
+    error = find(browser, "table#dead .clamp")
+    assert error.get_attribute("title").startswith("RuntimeError: cannot parse order")
+
+
+def header_offsets(driver: webdriver.Chrome, table: str) -> list[tuple[str, float]]:
+    """For each right-aligned header: how far its text ends from where the numbers of the
+    first row below it end (0: aligned)."""
+    offsets = driver.execute_script(
+        """
+        const table = document.querySelector(arguments[0]);
+        const end = el => { const r = document.createRange(); r.selectNodeContents(el);
+                            return r.getBoundingClientRect().right; };
+        const row = table.querySelector('tbody tr');
+        return [...table.querySelectorAll('thead th.num')].map(th => {
+            const box = th.getBoundingClientRect(), mid = (box.left + box.right) / 2;
+            const td = [...row.cells].find(c => { const b = c.getBoundingClientRect();
+                                                  return b.left <= mid && mid <= b.right; });
+            return [th.textContent.trim(), end(td) - end(th)];
+        });
+        """,
+        table,
+    )
+    return [(name, float(offset)) for name, offset in offsets]
+
+
+def series_strokes(driver: webdriver.Chrome) -> dict[str, str]:
+    """Each chart series' stroke as drawn (colour, width, dashes); the legend's swatches
+    must be drawn the same."""
+    strokes = driver.execute_script(
+        """
+        const look = el => { const s = getComputedStyle(el);
+                             return [s.stroke, s.strokeWidth, s.strokeDasharray].join(' '); };
+        return ['received', 'processed', 'failed'].map(name => [
+            name,
+            look(document.querySelector('svg.chart .series.' + name)),
+            look(document.querySelector('svg.swatch .series.' + name)),
+        ]);
+        """
+    )
+    for name, chart, swatch in strokes:
+        assert chart == swatch, (name, chart, swatch)
+    return {name: chart for name, chart, _ in strokes}
+
+
+def placeholder_fits(driver: webdriver.Chrome, css: str) -> bool:
+    """Whether the input's placeholder text fits in its box, in the input's own font."""
+    return bool(
+        driver.execute_script(
+            """
+            const input = document.querySelector(arguments[0]), s = getComputedStyle(input);
+            const pen = document.createElement('canvas').getContext('2d');
+            pen.font = s.font;
+            const room = input.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+            return pen.measureText(input.placeholder).width <= room;
+            """,
+            css,
+        )
+    )
 
 
 def run_progress(driver: webdriver.Chrome) -> dict[str, int]:

@@ -4,12 +4,13 @@ And the charts, which are drawn from settings-free data."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 
 import pytest
 
 from inbox import ConfigError, load_settings
-from inbox.console._charts import svg_chart
+from inbox.console._charts import legend, svg_chart
 from inbox.console._passwords import hash_password
 
 
@@ -102,6 +103,21 @@ def test_chart_escapes_labels_and_scales() -> None:
     empty = str(svg_chart("none", [], {"received": []}))
     assert "<polyline" not in empty
     assert ">1</text>" in empty
+
+
+def test_chart_lines_stay_apart_from_each_other_and_from_the_axis() -> None:
+    """Equal received and processed lines and a failed line at zero: each stays visible."""
+    svg = str(svg_chart("t", [], {"received": [0, 2], "processed": [0, 2], "failed": [0, 0]}))
+    axis = re.search(r'<line class="axis" x1="[\d.]+" y1="([\d.]+)"', svg)
+    assert axis is not None
+    failed = re.search(r'class="series failed" points="([^"]+)"', svg)
+    assert failed is not None
+    heights = {float(point.split(",")[1]) for point in failed.group(1).split()}
+    assert max(heights) <= float(axis.group(1)) - 4  # zero runs above the axis, not on it
+    # Drawn wide to thin (styles in console.css: band, dashes, dots), the thinnest on top.
+    assert re.findall(r'class="series (\w+)"', svg) == ["received", "processed", "failed"]
+    swatches = re.findall(r'<line class="series (\w+)"', str(legend()))
+    assert swatches == ["received", "processed", "failed"]
 
 
 def test_public_names() -> None:

@@ -39,7 +39,8 @@ def test_overview(client: TestClient, seeded_db: Seeded) -> None:
     assert html.count('<svg class="chart"') == 2
     assert 'class="series received"' in html
     assert 'id="workers"' in html
-    assert "<th>Rejected</th>" not in html  # no receiver metrics configured
+    assert ">Rejected</th>" not in html  # no receiver metrics configured
+    assert 'data-refresh="5"' in html
 
 
 def test_events_pages_through_everything_once(client: TestClient, seeded_db: Seeded) -> None:
@@ -133,7 +134,38 @@ def test_event_detail(client: TestClient, seeded_db: Seeded) -> None:
     assert attempts.count('<tr class="attempt') == 2
     assert "card_declined: amount 4200 does not match the invoice" in attempts
     assert 'id="replay-event"' in html
-    assert 'id="replays"' in html
+    replays = html.split('<section id="replays">', 1)[1].split("</section>", 1)[0]
+    assert '<p class="empty" id="no-runs">No replay, retry or skip has included' in replays
+    assert "<li" not in replays  # a sentence, not a list of one bullet
+
+
+def test_repeated_deliveries_are_grouped(client: TestClient, seeded_db: Seeded) -> None:
+    """A provider retrying for an hour: consecutive deliveries with the same body are one
+    line with a count and the first and last time, in order with those that differ."""
+    from inbox import InboxWriter
+
+    with InboxWriter(seeded_db.url) as writer:
+        bodies = [b"{}"] * 21 + [b'{"v": 2}'] * 2 + [b"{}"]
+        ids = [writer.write("github", "retried", body).event_id for body in bodies]
+    event = ids[0]  # every later write was a delivery of it
+    sign_in(client, OPERATOR)
+    html = client.get(f"/events/{event}").text
+    deliveries = html.split('<section id="deliveries">', 1)[1].split("</section>", 1)[0]
+    assert "<h2>Deliveries (24)</h2>" in deliveries
+    lines = re.findall(
+        r'<li class="delivery([^"]*)" data-count="(\d+)">(.*?)</li>', deliveries, re.S
+    )
+    assert [(classes.strip(), int(count)) for classes, count, _ in lines] == [
+        ("original", 1),
+        ("", 20),
+        ("differs", 2),
+        ("", 1),
+    ]
+    same = lines[1][2]
+    assert '<strong class="repeat-count">\N{MULTIPLICATION SIGN} 20</strong>' in same
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d( to .*)? UTC", same), same
+    assert "repeat-count" not in lines[3][2]
+    assert lines[2][2].count("download-delivery") == 1  # one body shown for the two
 
 
 def test_a_stored_traceback_is_shown(client: TestClient, seeded_db: Seeded) -> None:
@@ -201,7 +233,7 @@ def test_overview_shows_rejections_when_receiver_metrics_are_configured(
     with TestClient(app) as client:
         sign_in(client, VIEWER)
         html = client.get("/").text
-    assert "<th>Rejected</th>" in html
+    assert '<th class="num" rowspan="2">Rejected</th>' in html
     assert f"receiver metrics unavailable: {metrics}" in html
 
 

@@ -168,6 +168,9 @@ def test_retry_dead_letters_with_a_reason(client: TestClient, seeded_db: Seeded)
     run_url = started.headers["location"]
     run_page = client.get(run_url).text
     assert _number(run_page, "run-pending") == 3
+    assert 'data-refresh="1"' in run_page  # live.js asks again every second...
+    assert "This page updates itself every second until the run has finished" in run_page
+    assert "Reload to update" not in run_page
     assert "<title>Dead-letter retry #" in run_page
     assert "<h1>Dead-letter retry #" in run_page
 
@@ -176,9 +179,41 @@ def test_retry_dead_letters_with_a_reason(client: TestClient, seeded_db: Seeded)
     assert _number(done, "run-failed") == 3
     assert _number(done, "run-processed") == 0
     assert _number(done, "run-pending") == 0
+    assert "data-refresh" not in done  # ...until it has finished
+    assert "live.js" not in done
     audit = client.get("/audit").text
     assert ">Dead-letter retry #" in audit
     assert '<td class="audit-who">olga</td>' in audit
+
+
+def test_retry_all_dead_letters_shown(client: TestClient, seeded_db: Seeded) -> None:
+    """Without script (the CSP allows none), "retry all shown" is a second submit button:
+    the page's rows travel as hidden ``shown`` fields, and its scope picks them."""
+    sign_in(client, OPERATOR)
+    page = client.get("/dead?source=shop").text
+    form = page.split('<form id="dead-retry"', 1)[1].split("</form>", 1)[0]
+    shown = re.findall(r'<input type="hidden" name="shown" value="(\d+)">', form)
+    assert sorted(int(i) for i in shown) == sorted(seeded_db.dead_ids)
+    assert f'name="scope" value="shown" id="retry-shown">Retry all {len(shown)} shown<' in form
+    token = csrf_of(client, "/dead")
+    fields = {"csrf": token, "reason": "parser fixed", "source": "shop", "shown": shown}
+    none_shown = client.post("/dead/retry", data={**fields, "shown": [], "scope": "shown"})
+    assert none_shown.status_code == 400
+    assert "No dead letter is shown" in none_shown.text
+    # The shown rows, not the one ticked: the button says which list the server takes.
+    ticked = {**fields, "ids": [str(seeded_db.xss_event)]}
+    started = client.post("/dead/retry", data={**ticked, "scope": "shown"}, follow_redirects=False)
+    assert started.status_code == 303
+    [(kind, selected, filter_ids)] = rows(
+        seeded_db.url, "select kind, selected, filter->'ids' from inbox_replays"
+    )
+    assert (kind, selected, sorted(filter_ids)) == ("dead-retry", 3, sorted(seeded_db.dead_ids))
+    assert (
+        scalar(
+            seeded_db.url, "select state from inbox_work where event_id = %s", [seeded_db.xss_event]
+        )
+        == "dead"
+    )
 
 
 def test_a_dead_letter_skip_has_a_page_of_its_own(client: TestClient, seeded_db: Seeded) -> None:
