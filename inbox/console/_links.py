@@ -37,7 +37,8 @@ def _digest(token: str) -> str:
 def _locked(path: Path) -> Iterator[IO[str]]:
     """``path`` open for reading and rewriting, created 0600, under an exclusive lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # Never through a symbolic link: the tokens go only into the data directory's own file.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.fchmod(fd, 0o600)  # a file that existed keeps its mode through O_CREAT
     with os.fdopen(fd, "r+", encoding="utf-8") as file:
         fcntl.flock(file, fcntl.LOCK_EX)

@@ -60,6 +60,14 @@ def test_a_minted_link_works_once_and_not_after_it_expired(tmp_path: Path) -> No
     assert not token.redeem("banner")
     assert links.read_text() == ""
 
+    elsewhere = tmp_path / "elsewhere"
+    links.unlink()
+    links.symlink_to(elsewhere)
+    with pytest.raises(OSError, match="symbolic links"):  # ELOOP: O_NOFOLLOW refused it
+        mint_link(tmp_path)
+    assert not elsewhere.exists()
+    links.unlink()
+
     stale = mint_link(tmp_path, now=0)
     assert not token.redeem(stale)  # its lifetime ended long ago
     late = mint_link(tmp_path)
