@@ -3,6 +3,7 @@ link`` mints while it runs; a used link's page names the command that makes a ne
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -19,7 +20,6 @@ from inbox.console import mount_for_dev
 from inbox.console._links import LINK_LIFETIME_SECONDS, LINKS_FILE, DevToken, mint_link
 from inbox.contrib._asgi import create_app as create_receiver
 from tests._commands import REPO, environment, run_inbox
-from tests._wait import wait_for
 from tests.console._seed import Seeded
 from tests.console.conftest import make_settings
 from tests.test_cli_dev import Dev, postgres_serving
@@ -135,23 +135,24 @@ def project(server_dir: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-def test_inbox_dev_accepts_a_link_the_command_minted_once(
-    project: Path, unused_tcp_port: int
-) -> None:
-    env = _env(INBOX_RECEIVER__PORT=str(unused_tcp_port))
-    dev = Dev(project, env)
+def test_inbox_dev_accepts_a_link_the_command_minted_once(project: Path) -> None:
+    env = _env()
+    dev = Dev(project, env)  # on a free port: the command finds it in the dev state file
     try:
         banner = dev.wait_for_banner()
-        base = f"http://127.0.0.1:{unused_tcp_port}"
-        wait_for(lambda: _answers(f"{base}/healthz"), timeout=60, what="inbox dev to listen")
+        base = dev.receiver()
+        assert _answers(f"{base}/healthz")  # the banner comes once it listens
         first = re.search(r"^  console +(http://\S+/login/token/\S+)", banner, re.MULTILINE)
         assert first is not None, banner
+        command = re.search(r"another link: (.+ console link)$", banner, re.MULTILINE)
+        assert command is not None, banner
         with httpx.Client() as browser:
             assert browser.get(first.group(1), follow_redirects=False).status_code == 303
         with httpx.Client() as browser:  # the banner's link again: a dead end no more
             used = browser.get(first.group(1))
         assert used.status_code == 403
-        assert '<code id="new-link-command">inbox console link</code>' in used.text
+        shown = html.escape(command.group(1), quote=False)
+        assert f'<code id="new-link-command">{shown}</code>' in used.text
         assert f"<code>{project}</code>" in used.text
 
         minted = run_inbox("console", "link", cwd=project, env=env)

@@ -83,19 +83,24 @@ class _Stops:
         self._writer.close()
 
 
-def _dev_app(settings: Settings, url: str, base: str) -> tuple[Any, list[tuple[str, str]]]:
+def _dev_app(plan: Plan, url: str, base: str) -> tuple[Any, list[tuple[str, str]]]:
     """The ASGI app ``inbox dev`` serves, and the banner lines of what it mounts besides the
     receiver: ``(label, text)``. This is the one place where more apps (the operator
     console) are mounted into ``inbox dev``."""
     from inbox.contrib._asgi import create_app
 
+    settings = plan.settings
     receiver = create_app(settings, dsn=url)
     try:
         from inbox.console import mount_for_dev
     except ImportError:  # a light install: the receiver and worker still run
         return receiver, [("console", f"needs the console extra: {install_command('console')}")]
-    app, login_path = mount_for_dev(settings, url, receiver)
-    return app, [("console", f"{base}{login_path}   (one-time sign-in link, as operator)")]
+    new_link = f"{inbox_command(plan.banner_config)} console link"
+    app, login_path = mount_for_dev(settings, url, receiver, new_link_command=new_link)
+    return app, [
+        ("console", f"{base}{login_path}   (one-time sign-in link, as operator)"),
+        ("", f"another link: {new_link}"),
+    ]
 
 
 def _banner(
@@ -181,7 +186,7 @@ def _serve(
 
     _migrate.upgrade(url)
     apply_sql(url, plan.schema)
-    app, extra = _dev_app(plan.settings, url, base)
+    app, extra = _dev_app(plan, url, base)
     worker = DevWorker(plan, args, url, guardian, stops.worker_died)
     receiver = ReceiverThread(app, sock, stops.receiver_ended)
     stopped_by: int | None = None
