@@ -13,32 +13,49 @@ from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
 
 __all__ = ["analyze", "load_history", "load_inbox_backlog"]
 
+# As the writer appends: the key first (it draws the id), then the event, then its work.
 LOAD_BACKLOG = """
-with ev as (
-    insert into inbox_events (source, idempotency_key, event_type, headers, body, body_sha256)
-    select 'bench', %(tag)s || '-' || g, %(event_type)s, %(headers)s::jsonb, b.body,
-           sha256(b.body)
-    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+with keyed as (
+    insert into inbox_keys (source, idempotency_key, body_sha256)
+    select 'bench', %(tag)s || '-' || g, sha256(%(body)s::bytea)
+    from generate_series(1, %(n)s) as g
     order by g
-    returning id
+    returning event_id, received_at, source, idempotency_key
+),
+ev as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256)
+    select k.event_id, k.received_at, k.source, k.idempotency_key, %(event_type)s,
+           %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea)
+    from keyed k
+    order by k.event_id
+    returning id, received_at
 )
-insert into inbox_work (event_id) select id from ev
+insert into inbox_work (event_id, received_at) select id, received_at from ev
 """
 
 LOAD_HISTORY = """
-with ev as (
-    insert into inbox_events
-        (source, idempotency_key, event_type, headers, body, body_sha256, received_at)
-    select 'history', 'h-' || g, %(event_type)s, '{}'::jsonb, b.body, sha256(b.body),
-           now() - interval '30 days' + g * interval '1 ms'
-    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+with keyed as (
+    insert into inbox_keys (source, idempotency_key, received_at, body_sha256)
+    select 'history', 'h-' || g, now() - interval '30 days' + g * interval '1 ms',
+           sha256(%(body)s::bytea)
+    from generate_series(1, %(n)s) as g
     order by g
+    returning event_id, received_at, source, idempotency_key
+),
+ev as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256)
+    select k.event_id, k.received_at, k.source, k.idempotency_key, %(event_type)s, '{}'::jsonb,
+           %(body)s::bytea, sha256(%(body)s::bytea)
+    from keyed k
+    order by k.event_id
     returning id, received_at
 )
 insert into inbox_attempts
-    (event_id, attempt, started_at, finished_at, outcome, handler, worker)
-select id, 1, received_at, received_at + interval '2 ms', 'processed', 'bench.history',
-       'history:1/0'
+    (event_id, received_at, attempt, started_at, finished_at, outcome, handler, worker)
+select id, received_at, 1, received_at, received_at + interval '2 ms', 'processed',
+       'bench.history', 'history:1/0'
 from ev
 """
 

@@ -51,32 +51,45 @@ GOAL_P99_MS = 100.0
 # The fill, one statement per table. Event g (1..events) is received at a steady rate over
 # the window, so the newest day holds events/days of them; its id is g (a fresh table).
 FILL_EVENTS = """
+with made as (
+    select g,
+           'source' || lpad((g %% %(sources)s)::text, 3, '0') as source,
+           'evt_' || g as idempotency_key,
+           now() - make_interval(secs => (%(events)s - g) * %(spacing)s::float8) as received_at,
+           convert_to(
+               '{"id": "evt_' || g || '", "type": "invoice.paid", "data": {"object": {"id":'
+               || ' "in_' || md5(g::text) || '", "amount_due": ' || (g %% 10000)
+               || ', "currency": "usd", "customer": "cus_'
+               || substr(md5((g * 7)::text), 1, 14) || '"}}}', 'UTF8'
+           ) as body
+    from generate_series(1, %(events)s) g
+),
+keyed as (
+    -- As the writer appends: the key first, which draws the id (g, on a fresh table).
+    insert into inbox_keys (source, idempotency_key, received_at, body_sha256)
+    select source, idempotency_key, received_at, sha256(body) from made order by g
+    returning event_id, source, idempotency_key
+)
 insert into inbox_events
-    (source, idempotency_key, event_type, received_at, headers, body, body_sha256)
-select 'source' || lpad((g %% %(sources)s)::text, 3, '0'),
-       'evt_' || g,
+    (id, source, idempotency_key, event_type, received_at, headers, body, body_sha256)
+select k.event_id, m.source, m.idempotency_key,
        (array['invoice.paid', 'invoice.failed', 'charge.succeeded', 'customer.updated'])
-           [1 + (g / 7) %% 4],
-       now() - make_interval(secs => (%(events)s - g) * %(spacing)s::float8),
+           [1 + (m.g / 7) %% 4],
+       m.received_at,
        '{"content-type": "application/json", "user-agent": "Provider/1.0"}'::jsonb,
-       b.body,
-       sha256(b.body)
-from generate_series(1, %(events)s) g
-cross join lateral (
-    select convert_to(
-        '{"id": "evt_' || g || '", "type": "invoice.paid", "data": {"object": {"id": "in_'
-        || md5(g::text) || '", "amount_due": ' || (g %% 10000) || ', "currency": "usd",'
-        || ' "customer": "cus_' || substr(md5((g * 7)::text), 1, 14) || '"}}}', 'UTF8'
-    ) as body
-) b
+       m.body,
+       sha256(m.body)
+from keyed k
+join made m using (source, idempotency_key)
+order by k.event_id
 """
 
 # Three attempts per event: two failures a second apart, then the success.
 FILL_ATTEMPTS = """
 insert into inbox_attempts
-    (event_id, attempt, started_at, finished_at, outcome, handler, worker, error_class,
-     error_message, error_traceback)
-select e.id, n,
+    (event_id, received_at, attempt, started_at, finished_at, outcome, handler, worker,
+     error_class, error_message, error_traceback)
+select e.id, e.received_at, n,
        e.received_at + make_interval(secs => n),
        e.received_at + make_interval(secs => n + 0.02),
        case when n < 3 then 'failed' else 'processed' end,
@@ -102,8 +115,8 @@ where e.id %% 10 = 0
 # The newest tenth of a percent of the events still pending, one in a thousand dead: the
 # work table stays a small fraction of the log, as it is by design.
 FILL_WORK = """
-insert into inbox_work (event_id, state, attempts, last_error)
-select e.id,
+insert into inbox_work (event_id, received_at, state, attempts, last_error)
+select e.id, e.received_at,
        case when e.id > %(events)s - %(pending)s then 'pending' else 'dead' end,
        3,
        case when e.id > %(events)s - %(pending)s then null else 'KeyError: ''amount''' end

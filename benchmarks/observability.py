@@ -72,13 +72,21 @@ for name, hook in (("handler span", handler_run), ("stored context", current_tra
 def fill(conn: psycopg.Connection[object], start: int, end: int) -> None:
     """Events start+1..end, each with its work row (a backlog nobody has processed)."""
     conn.execute(
-        "insert into inbox_events (source, idempotency_key, headers, body, body_sha256)"
-        " select 's' || (i %% %(sources)s), 'k' || i, '{}', '\\x7b7d', sha256(('k' || i)::bytea)"
-        " from generate_series(%(start)s::int, %(end)s::int) i",
+        "with keyed as ("
+        " insert into inbox_keys (source, idempotency_key, body_sha256)"
+        " select 's' || (i %% %(sources)s), 'k' || i, sha256(('k' || i)::bytea)"
+        " from generate_series(%(start)s::int, %(end)s::int) i order by i"
+        " returning event_id, received_at, source, idempotency_key, body_sha256)"
+        " insert into inbox_events"
+        " (id, received_at, source, idempotency_key, headers, body, body_sha256)"
+        " select event_id, received_at, source, idempotency_key, '{}', '\\x7b7d', body_sha256"
+        " from keyed",
         {"sources": SOURCES, "start": start + 1, "end": end},
     )
     conn.execute(
-        "insert into inbox_work (event_id) select id from inbox_events where id > %s", [start]
+        "insert into inbox_work (event_id, received_at)"
+        " select id, received_at from inbox_events where id > %s",
+        [start],
     )
     conn.execute("vacuum analyze inbox_events")
     conn.execute("vacuum analyze inbox_work")

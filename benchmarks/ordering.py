@@ -39,20 +39,32 @@ from benchmarks._systems import stop
 from inbox.testing import new_database
 
 LOAD = """
-with ev as (
-    insert into inbox_events
-        (source, idempotency_key, event_type, headers, body, body_sha256,
-         ordering_key, order_at, on_dead)
-    select 'bench', 'o-' || g, 'invoice.paid', %(headers)s::jsonb, b.body, sha256(b.body),
-           case when %(keys)s::int > 0 then 'key-' || (g %% %(keys)s::int) end,
-           case when %(keys)s::int > 0 then now() + g * interval '1 us' end,
-           case when %(keys)s::int > 0 then 'hold' end
-    from generate_series(1, %(n)s) as g, (select %(body)s::bytea as body) as b
+with keyed as (
+    -- As the writer appends: the key first, which draws the id.
+    insert into inbox_keys (source, idempotency_key, body_sha256)
+    select 'bench', 'o-' || g, sha256(%(body)s::bytea)
+    from generate_series(1, %(n)s) as g
     order by g
-    returning id, source, ordering_key, order_at, on_dead
+    returning event_id, received_at, source, idempotency_key
+),
+ev as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256,
+         ordering_key, order_at, on_dead)
+    select k.event_id, k.received_at, k.source, k.idempotency_key, 'invoice.paid',
+           %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea),
+           case when %(keys)s::int > 0
+                then 'key-' || (substr(k.idempotency_key, 3)::int %% %(keys)s::int) end,
+           case when %(keys)s::int > 0
+                then now() + substr(k.idempotency_key, 3)::int * interval '1 us' end,
+           case when %(keys)s::int > 0 then 'hold' end
+    from keyed k
+    order by k.event_id
+    returning id, received_at, source, ordering_key, order_at, on_dead
 )
-insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
-select id, case when ordering_key is not null then source end, ordering_key, order_at, on_dead
+insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+select id, received_at, case when ordering_key is not null then source end, ordering_key,
+       order_at, on_dead
 from ev
 """
 
@@ -63,7 +75,7 @@ select ordering_key,
        extract(epoch from max(a.finished_at) over k - min(a.finished_at) over k)::float8 as span,
        count(*) over k as n
 from inbox_attempts a
-join inbox_events e on e.id = a.event_id
+join inbox_events e on e.id = a.event_id and e.received_at = a.received_at
 where a.outcome = 'processed'
 window w as (partition by e.ordering_key order by a.finished_at),
        k as (partition by e.ordering_key)

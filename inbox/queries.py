@@ -159,8 +159,8 @@ def __getattr__(name: str) -> Any:
 DEFAULT_MAX_AGE = timedelta(minutes=5)
 # Held keys listed in a status (all of them are counted).
 HELD_SHOWN = 10
-# Longer than any provider's retry window (Stripe retries for 3 days): a pruned key can be
-# accepted again, so a key must be pruned only once no provider can deliver it any more.
+# A pruned event can no longer be inspected or replayed (its key stays, for dedupe): a week
+# is what someone on call needs to look back on.
 MINIMUM_RETENTION = timedelta(days=7)
 
 # The overview's two charts: (window, step).

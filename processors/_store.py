@@ -4,7 +4,7 @@ owns the SQL and turns rows into events and decisions into parameters."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, LiteralString
@@ -341,8 +341,15 @@ class WorkStore:
         )
         return {int(row[0]) for row in await cursor.fetchall()}
 
-    async def settle(self, conn: AsyncConn, decisions: Sequence[Decision], worker: str) -> None:
-        """Write every decision of the batch in one statement; the caller commits."""
+    async def settle(
+        self,
+        conn: AsyncConn,
+        decisions: Sequence[Decision],
+        worker: str,
+        received_at: Mapping[int, datetime],
+    ) -> None:
+        """Write every decision of the batch in one statement; the caller commits.
+        ``received_at``: each event's receipt time (its attempts' partition)."""
         if not decisions:
             return
         await conn.execute(
@@ -361,6 +368,7 @@ class WorkStore:
                 "error_messages": _column([d.error_message for d in decisions]),
                 "replay_ids": _column([d.replay_id for d in decisions]),
                 "error_tracebacks": _column([d.error_traceback for d in decisions]),
+                "received_ats": [received_at[d.event_id] for d in decisions],
                 "worker": worker,
                 "version": self.version,
             },

@@ -379,7 +379,8 @@ class Worker:
             batch_savepoint_taken=batch_savepoint_taken,
         )
         decisions.extend(released)
-        await self._store.settle(conn, decisions, worker)
+        received_at = {item.claimed.event_id: item.event.received_at for item in batch}
+        await self._store.settle(conn, decisions, worker, received_at)
         try:
             await conn.commit()
         except CONNECTION_ERRORS as exc:

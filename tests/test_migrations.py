@@ -163,3 +163,59 @@ def test_0010_keeps_a_bounded_tracestate_and_steps_down_keeping_the_log(
         assert conn.execute(
             "select count(*) from inbox_events where tracestate is null"
         ).fetchone() == (2,)
+
+
+def test_0012_moves_dedupe_to_the_key_table_and_steps_down_keeping_it(
+    empty_db_url: str,
+) -> None:
+    """Up from 0011 on a filled log: every key is copied (the write path finds the old ones
+    as duplicates), attempts and work rows get their event's receipt time, and new ids go
+    on after the old ones; down, the log keeps its events and its unique key again."""
+    _migrate.upgrade(empty_db_url, "0011")
+    with psycopg.connect(empty_db_url) as conn:
+        conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256, received_at)"
+            " select 's', 'k' || g, 'b', sha256('b'), now() - make_interval(hours => g)"
+            " from generate_series(1, 120) g"
+        )
+        conn.execute(
+            "insert into inbox_attempts (event_id, attempt, started_at, outcome)"
+            " select id, 1, now(), 'processed' from inbox_events where id <= 100"
+        )
+        conn.execute("insert into inbox_work (event_id) select id from inbox_events where id > 100")
+    _migrate.upgrade(empty_db_url, "0012")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(
+            "select count(*) from inbox_keys k join inbox_events e on e.id = k.event_id"
+            " and e.received_at = k.received_at and e.idempotency_key = k.idempotency_key"
+        ).fetchone() == (120,)
+        assert conn.execute(
+            "select count(*) from inbox_attempts a join inbox_events e on e.id = a.event_id"
+            " where a.received_at = e.received_at"
+        ).fetchone() == (100,)
+        assert conn.execute(
+            "select count(*) from inbox_work w join inbox_events e on e.id = w.event_id"
+            " where w.received_at = e.received_at"
+        ).fetchone() == (20,)
+    from inbox import InboxWriter
+
+    with InboxWriter(empty_db_url) as writer:
+        old = writer.write("s", "k7", b"b")
+        new = writer.write("s", "fresh", b"b")
+    assert (old.event_id, old.is_new) == (7, False)
+    assert new.is_new
+    assert new.event_id > 120  # after the old ids (the duplicate drew one, as duplicates do)
+    _migrate.downgrade(empty_db_url, "0011")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute("select count(*) from inbox_events").fetchone() == (121,)
+        assert conn.execute(
+            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+            " values ('s', 'after', '', sha256('')) returning id"
+        ).fetchone() == (new.event_id + 1,)
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(
+                "insert into inbox_events (source, idempotency_key, body, body_sha256)"
+                " values ('s', 'k7', '', sha256(''))"
+            )
+    _migrate.upgrade(empty_db_url)
+    assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -234,6 +235,8 @@ def test_async_writer_wakes_listeners_and_records_duplicates(db_url: str) -> Non
         ({"headers": [("a", "b")]}, "headers must be a mapping"),
         ({"headers": {"a": 1}}, "headers must map str to str"),
         ({"event_type": ""}, "event_type must not be empty"),
+        ({"received_at": datetime(2020, 1, 2)}, "received_at must be a timezone-aware"),
+        ({"received_at": "2020-01-02"}, "received_at must be a timezone-aware"),
     ],
 )
 def test_bad_input_is_refused_before_any_sql(
@@ -362,3 +365,37 @@ def test_group_committed_ordered_writes_keep_their_ordering(db_url: str) -> None
         [ids],
     )
     assert sorted(written) == sorted((f"g{i}", f"key{i % 3}", "s", True) for i in range(30))
+
+
+def test_an_import_keeps_its_original_receipt_time_and_dedupes_as_usual(db_url: str) -> None:
+    """``received_at``: an event imported from another inbox keeps when it was first
+    received, on the log, its key and its work row; a second import of it is a duplicate."""
+    then = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
+    with InboxWriter(db_url) as writer:
+        first = writer.write("stripe", "evt_old", b"{}", received_at=then)
+        again = writer.write("stripe", "evt_old", b"{}", received_at=then)
+        now = writer.write("stripe", "evt_new", b"{}")
+
+    async def grouped() -> None:
+        async with AsyncInboxWriter(db_url) as writer:
+            results = await asyncio.gather(
+                *(writer.write("shop", f"k{n}", b"{}", received_at=then) for n in range(20))
+            )
+            assert all(r.is_new for r in results)
+
+    asyncio.run(grouped())
+    assert (first.is_new, again.is_new, again.event_id) == (True, False, first.event_id)
+    assert rows(
+        db_url,
+        "select e.received_at, k.received_at, w.received_at from inbox_events e"
+        " join inbox_keys k on k.event_id = e.id join inbox_work w on w.event_id = e.id"
+        " where e.id = %s",
+        [first.event_id],
+    ) == [(then, then, then)]
+    assert rows(
+        db_url,
+        "select count(*) from inbox_events where source = 'shop' and received_at = %s",
+        [then],
+    ) == [(20,)]
+    [(fresh,)] = rows(db_url, "select received_at from inbox_events where id = %s", [now.event_id])
+    assert fresh > then

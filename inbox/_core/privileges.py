@@ -54,18 +54,24 @@ _ALL_TABLES = (
     "inbox_replays",
     "inbox_prunes",
     "inbox_workers",
+    "inbox_keys",
 )
 
 NEEDS: dict[str, list[Need]] = {
     "receiver": [
-        *_columns("inbox_events", "SELECT", "id source idempotency_key body_sha256"),
+        *_columns(
+            "inbox_keys", "SELECT", "source idempotency_key event_id received_at body_sha256"
+        ),
+        *_columns("inbox_keys", "INSERT", "source idempotency_key received_at body_sha256"),
         *_columns(
             "inbox_events",
             "INSERT",
-            "source idempotency_key event_type verifier headers body body_sha256"
+            "id received_at source idempotency_key event_type verifier headers body body_sha256"
             " ordering_key order_at on_dead traceparent tracestate",
         ),
-        *_columns("inbox_work", "INSERT", "event_id source ordering_key order_at on_dead"),
+        *_columns(
+            "inbox_work", "INSERT", "event_id received_at source ordering_key order_at on_dead"
+        ),
         *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
     ],
     "worker": [

@@ -273,8 +273,8 @@ class AppSettings(_Section):
 
 
 class RetentionSettings(_Section):
-    # `inbox prune` refuses to remove events younger than this: a pruned key can be accepted
-    # again, so it must outlive every provider's retry window (Stripe retries for 3 days).
+    # `inbox prune` refuses to remove events younger than this: a pruned event can no longer
+    # be inspected or replayed (its key stays in inbox_keys, so dedupe is unaffected).
     minimum_days: float = Field(default=7.0, ge=1.0)
 
 

@@ -33,17 +33,18 @@ def prune(
 ) -> PruneResult:
     """Remove events received more than ``older_than`` ago, with their deliveries and
     attempts, through the audited retention path. Events with work left (pending, retrying
-    or dead) are kept. Refuses an ``older_than`` below ``minimum``: a pruned key can be
-    accepted again, so a provider's late retry would run twice. ``actor`` (default:
-    ``user@host`` of this process) and ``via`` are recorded in the audit.
+    or dead) are kept; keys are kept (inbox_keys), so dedupe outlives the log. Refuses an
+    ``older_than`` below ``minimum``: a pruned event can no longer be inspected or
+    replayed. ``actor`` (default: ``user@host`` of this process) and ``via`` are recorded
+    in the audit.
     """
     check_via(via)
     if older_than < minimum:
         raise RefusedError(
             "refusing to prune events younger than the minimum retention of"
             f" {human_duration(minimum.total_seconds())} (asked for"
-            f" {human_duration(older_than.total_seconds())}): a pruned key can be accepted"
-            " again, so a provider's late retry would be processed twice. Prune older events.",
+            f" {human_duration(older_than.total_seconds())}): a pruned event can no longer be"
+            " inspected or replayed. Prune older events.",
             action="prune",
         )
     with connection(db, "prune the inbox") as conn:

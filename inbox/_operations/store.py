@@ -151,12 +151,14 @@ class LogStore:
         }
         work_rows = self._rows("event_work", {"id": event_id})
         work = WorkState(*work_rows[0]) if work_rows else None
+        # The receipt time takes each lookup to the event's partitions of the history.
+        event = {"id": event_id, "received_at": received_at}
         deliveries = [Delivery(received_at, bytes(sha), False, None)] + [
             Delivery(at, bytes(digest), bytes(digest) != bytes(sha), _bytes(other), id=d_id)
-            for d_id, at, digest, other in self._rows("event_deliveries", {"id": event_id})
+            for d_id, at, digest, other in self._rows("event_deliveries", event)
         ]
-        attempts = [Attempt(*r) for r in self._rows("event_attempts", {"id": event_id})]
-        replays = [ReplayRun(*r) for r in self._rows("event_replays", {"id": event_id})]
+        attempts = [Attempt(*r) for r in self._rows("event_attempts", event)]
+        replays = [ReplayRun(*r) for r in self._rows("event_replays", event)]
         [summary] = self.summaries([event_id])
         return EventDetail(
             id=event_id,

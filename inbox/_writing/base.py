@@ -154,6 +154,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         ordering_key: str | None = None,
         order_at: datetime | None = None,
         on_dead: OnDead | None = None,
+        received_at: datetime | None = None,
         conn: ConnT | None = None,
     ) -> ResultT:
         """Append one delivery. Returns the event id and whether it was new (from
@@ -163,13 +164,24 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         ``ordering_key``: events of this source with the same ordering key run one at a
         time, in the order of ``order_at`` (default: their arrival; arrival breaks ties);
         ``on_dead`` ("hold", the default, or "continue") says whether a dead letter holds
-        the key's later events (docs/ordering.md). ``conn``: join that connection's open
-        transaction instead of committing on the writer's own pool.
+        the key's later events (docs/ordering.md). ``received_at``: the time the event was
+        first received, for an import from another inbox (default: now); it decides the
+        event's partition of the log. ``conn``: join that connection's open transaction
+        instead of committing on the writer's own pool.
         Raises ``InvalidWriteError`` before any SQL for bad input, and
         ``DatabaseUnavailableError`` when the write could not be committed.
         """
         request = WriteRequest(
-            source, key, body, headers, event_type, verifier, ordering_key, order_at, on_dead
+            source,
+            key,
+            body,
+            headers,
+            event_type,
+            verifier,
+            ordering_key,
+            order_at,
+            on_dead,
+            received_at,
         )
         return self._write(request, conn)
 

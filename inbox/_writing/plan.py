@@ -61,6 +61,7 @@ class WriteRequest:
     ordering_key: object = None
     order_at: object = None
     on_dead: object = None
+    received_at: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,21 +134,29 @@ def _check_ordering(
                 )
         return None, None, None
     checked_key = _check_text("ordering_key", ordering_key, MAX_ORDERING_KEY_LENGTH, source, key)
-    if order_at is not None and (
-        not isinstance(order_at, datetime) or order_at.utcoffset() is None
-    ):
-        raise InvalidWriteError(
-            "order_at must be a timezone-aware datetime (say, datetime.fromtimestamp(t, UTC)),"
-            f" got {order_at!r}",
-            source=source,
-            key=key,
-        )
+    checked_at = _check_aware(
+        "order_at", order_at, "say, datetime.fromtimestamp(t, UTC)", source, key
+    )
     policy = "hold" if on_dead is None else on_dead
     if policy not in ON_DEAD_CHOICES:
         raise InvalidWriteError(
             f"on_dead must be 'hold' or 'continue', got {on_dead!r}", source=source, key=key
         )
-    return checked_key, order_at, str(policy)
+    return checked_key, checked_at, str(policy)
+
+
+def _check_aware(
+    name: str, value: object, hint: str, source: object, key: object
+) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InvalidWriteError(
+            f"{name} must be a timezone-aware datetime ({hint}), got {value!r}",
+            source=source,
+            key=key,
+        )
+    return value
 
 
 def prepare_write(
@@ -160,8 +169,9 @@ def prepare_write(
 
     Every check runs before any SQL, so a refused write touches nothing. An ordered write
     (``ordering_key``) is ordered by ``order_at``, else by its arrival (the log's
-    ``received_at``). ``trace_context`` is the current span's ``(traceparent, tracestate)``
-    (``inbox._core.tracing``), stored for the handlers' links.
+    ``received_at``: now, or the ``received_at`` an import gives). ``trace_context`` is
+    the current span's ``(traceparent, tracestate)`` (``inbox._core.tracing``), stored for
+    the handlers' links.
     """
     # Here, not at the top: psycopg loads with the first write, not with ``import inbox``.
     from psycopg.types.json import Jsonb
@@ -187,6 +197,9 @@ def prepare_write(
     checked_ordering, checked_order_at, policy = _check_ordering(
         request.ordering_key, request.order_at, request.on_dead, source, key
     )
+    received_at = _check_aware(
+        "received_at", request.received_at, "when the original inbox received it", source, key
+    )
     return {
         "source": checked_source,
         "key": checked_key,
@@ -201,6 +214,7 @@ def prepare_write(
         "ordering_key": checked_ordering,
         "order_at": checked_order_at,
         "on_dead": policy,
+        "received_at": received_at,
     }
 
 
@@ -219,6 +233,7 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         "on_deads": [w["on_dead"] for w in writes],
         "traceparents": [w["traceparent"] for w in writes],
         "tracestates": [w["tracestate"] for w in writes],
+        "received_ats": [w["received_at"] for w in writes],
     }
 
 

@@ -8,6 +8,7 @@
 -- the oldest due live work (replays excluded: they wait behind live work by design), and
 -- settled attempts of the last five minutes. Sources are those configured plus those with
 -- recent traffic or work, so the scan stays on the time indexes and the small work table.
+-- An event's source, where only its id is at hand, comes from the key table's event index.
 with recent as (
     select source,
            count(*) filter (where received_at > now() - interval '1 hour') as received_1h,
@@ -17,16 +18,16 @@ with recent as (
     group by source
 ),
 duplicates as (
-    select e.source,
+    select k.source,
            count(*) filter (where d.received_at > now() - interval '1 hour') as duplicates_1h,
            count(*) as duplicates_24h
     from inbox_deliveries d
-    join inbox_events e on e.id = d.event_id
+    join inbox_keys k on k.event_id = d.event_id
     where d.received_at > now() - interval '24 hours'
-    group by e.source
+    group by k.source
 ),
 work as (
-    select e.source,
+    select k.source,
            count(*) filter (where w.state = 'pending' and w.last_error is null) as pending,
            count(*) filter (where w.state = 'pending' and w.last_error is not null) as retrying,
            count(*) filter (where w.state = 'dead') as dead,
@@ -35,16 +36,16 @@ work as (
                where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
            ))::float8 as oldest_pending_seconds
     from inbox_work w
-    join inbox_events e on e.id = w.event_id
-    group by e.source
+    join inbox_keys k on k.event_id = w.event_id
+    group by k.source
 ),
 settled as (
-    select e.source, count(*) as settled_5m
+    select k.source, count(*) as settled_5m
     from inbox_attempts a
-    join inbox_events e on e.id = a.event_id
+    join inbox_keys k on k.event_id = a.event_id
     where a.finished_at > now() - interval '5 minutes'
       and a.outcome in ('processed', 'skipped')
-    group by e.source
+    group by k.source
 ),
 sources as (
     select source from recent
@@ -110,7 +111,7 @@ left join inbox_work w on w.event_id = e.id
 left join lateral (
     select a.outcome, a.error_class || ': ' || a.error_message as error
     from inbox_attempts a
-    where a.event_id = e.id
+    where a.event_id = e.id and a.received_at = e.received_at
     order by a.id desc
     limit 1
 ) as last on true
@@ -133,15 +134,23 @@ where (%(ids)s::bigint[] is null or e.id = any(%(ids)s::bigint[]))
            and w.state = 'pending' and w.replay_id is not null))
   and (%(since)s::timestamptz is null or e.received_at >= %(since)s::timestamptz)
   and (%(until)s::timestamptz is null or e.received_at < %(until)s::timestamptz)
-  and (%(key)s::text is null or e.idempotency_key = %(key)s::text)
+  and (%(key)s::text is null
+       or e.id in (select k.event_id from inbox_keys k
+                   where k.idempotency_key = %(key)s::text
+                     and (%(source)s::text is null or k.source = %(source)s::text)))
   and (%(error_like)s::text is null
        or coalesce(w.last_error, last.error) ilike %(error_like)s::text)
   and (%(repeats)s::boolean is null
-       or exists (select from inbox_deliveries d where d.event_id = e.id))
+       or exists (
+           select from inbox_deliveries d
+           where d.event_id = e.id and d.received_at >= e.received_at
+       ))
   and (%(replayed)s::boolean is null
        or w.replay_id is not null
        or exists (
-           select from inbox_attempts r where r.event_id = e.id and r.replay_id is not null
+           select from inbox_attempts r
+           where r.event_id = e.id and r.received_at = e.received_at
+             and r.replay_id is not null
        ))
   and (%(before)s::bigint is null or e.id < %(before)s::bigint)
 order by e.id desc
@@ -157,19 +166,22 @@ select e.id, e.source, e.idempotency_key, e.event_type, e.received_at, length(e.
            when last.outcome = 'skipped' then 'skipped'
            else 'processed'
        end as state,
-       (select count(*) from inbox_attempts a where a.event_id = e.id) as attempts,
-       1 + (select count(*) from inbox_deliveries d where d.event_id = e.id) as deliveries,
+       (select count(*) from inbox_attempts a
+        where a.event_id = e.id and a.received_at = e.received_at) as attempts,
+       1 + (select count(*) from inbox_deliveries d
+            where d.event_id = e.id and d.received_at >= e.received_at) as deliveries,
        coalesce(w.last_error, last.error) as last_error,
        last.finished_at as last_attempt_at,
        w.run_at as next_run_at,
        w.replay_id as queued_replay_id
 from unnest(%(ids)s::bigint[]) with ordinality as wanted(id, position)
-join inbox_events e on e.id = wanted.id
+join inbox_keys k on k.event_id = wanted.id
+join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
 left join inbox_work w on w.event_id = e.id
 left join lateral (
     select a.outcome, a.finished_at, a.error_class || ': ' || a.error_message as error
     from inbox_attempts a
-    where a.event_id = e.id
+    where a.event_id = e.id and a.received_at = e.received_at
     order by a.id desc
     limit 1
 ) as last on true
@@ -177,43 +189,62 @@ order by wanted.position
 
 -- name: event_by_id
 -- traceparent: the receipt's trace, shown so an operator can open it in a trace viewer.
-select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
-       body_sha256, traceparent
-from inbox_events
-where id = %(id)s::bigint
+-- The key table gives the event's receipt time, which takes the lookup to its partition.
+select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at, e.headers,
+       e.body, e.body_sha256, e.traceparent
+from inbox_keys k
+join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+where k.event_id = %(id)s::bigint
 
 -- name: event_by_key
-select id, source, idempotency_key, event_type, verifier, received_at, headers, body,
-       body_sha256, traceparent
-from inbox_events
-where source = %(source)s::text and idempotency_key = %(key)s::text
+select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at, e.headers,
+       e.body, e.body_sha256, e.traceparent
+from inbox_keys k
+join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+where k.source = %(source)s::text and k.idempotency_key = %(key)s::text
 
 -- name: search_events
 -- An operator's search box: an event id, `SOURCE:KEY`, or a provider key alone (the same
--- key may exist in several sources: all are returned). Every branch is a probe of a unique
--- index. The key alone has no index of its own (one more index on the write path for a
--- rare read): the distinct sources are found by skipping through the (source, key) index,
--- one descent per source, and each source is then probed for the key.
+-- key may exist in several sources: all are returned). Every branch is a probe of the key
+-- table's unique indexes, whatever the size of the log; an event whose partition was
+-- pruned is no longer found (its key stays, for dedupe). The key alone has no index of its
+-- own (one more index on the write path for a rare read): the distinct sources are found
+-- by skipping through the (source, key) index, one descent per source, and each source is
+-- then probed for the key.
 with recursive sources(source) as (
-    (select source from inbox_events
+    (select source from inbox_keys
      where %(key)s::text is not null
      order by source limit 1)
     union all
-    select (select e.source from inbox_events e
-            where e.source > sources.source
-            order by e.source limit 1)
+    select (select k.source from inbox_keys k
+            where k.source > sources.source
+            order by k.source limit 1)
     from sources
     where sources.source is not null
+),
+found as (
+    select event_id, received_at from inbox_keys where event_id = %(id)s::bigint
+    union
+    select event_id, received_at from inbox_keys
+    where source = %(source)s::text and idempotency_key = %(source_key)s::text
+    union
+    select k.event_id, k.received_at
+    from sources
+    cross join lateral (
+        -- One probe per source (OFFSET 0 keeps it a probe: as a join the planner may hash
+        -- the whole key table against the few sources it cannot count beforehand).
+        select k.event_id, k.received_at
+        from inbox_keys k
+        where k.source = sources.source and k.idempotency_key = %(key)s::text
+        offset 0
+    ) as k
 )
-select id from inbox_events where id = %(id)s::bigint
-union
-select id from inbox_events
-where source = %(source)s::text and idempotency_key = %(source_key)s::text
-union
-select e.id
-from sources
-join inbox_events e on e.source = sources.source and e.idempotency_key = %(key)s::text
-order by id desc
+select found.event_id
+from found
+where exists (
+    select from inbox_events e where e.id = found.event_id and e.received_at = found.received_at
+)
+order by found.event_id desc
 limit %(limit)s::bigint
 
 -- name: event_work
@@ -222,10 +253,11 @@ from inbox_work
 where event_id = %(id)s::bigint
 
 -- name: event_deliveries
--- The repeats of an event's key (the first delivery is the event row itself).
+-- The repeats of an event's key (the first delivery is the event row itself). None comes
+-- before the event: the receipt time keeps the scan to the partitions from its own on.
 select id, received_at, body_sha256, body
 from inbox_deliveries
-where event_id = %(id)s::bigint
+where event_id = %(id)s::bigint and received_at >= %(received_at)s::timestamptz
 order by id
 
 -- name: event_attempts
@@ -236,7 +268,7 @@ select a.attempt, a.started_at, a.finished_at, a.outcome, a.handler, a.worker,
        a.error_traceback, row_number() over (order by a.id) as sequence, a.version
 from inbox_attempts a
 left join inbox_replays r on r.id = a.replay_id
-where a.event_id = %(id)s::bigint
+where a.event_id = %(id)s::bigint and a.received_at = %(received_at)s::timestamptz
 order by a.id
 
 -- name: event_replays
@@ -247,7 +279,8 @@ select r.id, r.kind, r.created_at, r.created_by, r.reason, r.filter, r.selected,
 from inbox_replays r
 where r.id in (
     select a.replay_id from inbox_attempts a
-    where a.event_id = %(id)s::bigint and a.replay_id is not null
+    where a.event_id = %(id)s::bigint and a.received_at = %(received_at)s::timestamptz
+      and a.replay_id is not null
     union
     select w.replay_id from inbox_work w
     where w.event_id = %(id)s::bigint and w.replay_id is not null
@@ -258,9 +291,10 @@ order by r.id desc
 -- The exact bytes of one delivery: a repeat keeps its body only when it differs from the
 -- event's, so an identical one is the event's own body.
 select coalesce(d.body, e.body)
-from inbox_deliveries d
-join inbox_events e on e.id = d.event_id
-where d.id = %(delivery_id)s::bigint and d.event_id = %(event_id)s::bigint
+from inbox_keys k
+join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+join inbox_deliveries d on d.event_id = k.event_id and d.received_at >= k.received_at
+where k.event_id = %(event_id)s::bigint and d.id = %(delivery_id)s::bigint
 
 -- name: prune_preview
 -- What a prune would remove, and what it keeps because work remains (pending, retrying or

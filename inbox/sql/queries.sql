@@ -1,11 +1,15 @@
 -- The receiving side's queries. Loaded once by inbox._core.sql.load_queries("inbox.sql", ...).
 
 -- name: insert_event
--- One round trip for a new event: append it, and only when it is new, queue its work row.
+-- One round trip for a new event: claim its key, and only when the key is new, append the
+-- event and queue its work row. The key table (inbox_keys) is what makes a key unique, for
+-- good: its row stays when the event's partition of the log is dropped, so a key delivered
+-- again after that is still a duplicate. It also draws the event's id.
 -- A key that was already committed when this statement started is recorded as a duplicate
 -- delivery here too. A key committed by a concurrent writer while this statement waited on
 -- it is invisible to this statement's snapshot: it returns no row and the caller runs
 -- record_duplicate, which takes a new snapshot.
+-- %(received_at)s is the receipt time to store (an import from another inbox); null: now.
 -- %(traceparent)s and %(tracestate)s are the W3C trace context of the span that wrote it
 -- (null: none, or no tracestate), what the handler spans link to.
 -- With %(notify)s true, a new event also sends the wake-up NOTIFY inside this transaction.
@@ -13,56 +17,62 @@
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
 -- commit the writer cannot observe); standalone writes notify after commit, coalesced.
 -- An ordered event (%(ordering_key)s not null) carries its key, its order timestamp (the
--- given one, else its arrival: now() is the received_at of the row) and its dead-letter
--- policy, on the log (replays re-create work rows from it) and on its work row (the claim).
-with inserted as (
-    insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead, traceparent, tracestate)
-    values
-        (%(source)s, %(key)s, %(event_type)s, %(verifier)s, %(headers)s, %(body)s, %(body_sha256)s,
-         %(ordering_key)s::text,
-         case when %(ordering_key)s::text is not null
-              then coalesce(%(order_at)s::timestamptz, now()) end,
-         %(on_dead)s::text,
-         %(traceparent)s, %(tracestate)s)
+-- given one, else its arrival) and its dead-letter policy, on the log (replays re-create
+-- work rows from it) and on its work row (the claim).
+with keyed as (
+    insert into inbox_keys (source, idempotency_key, received_at, body_sha256)
+    values (%(source)s, %(key)s, coalesce(%(received_at)s::timestamptz, now()),
+            %(body_sha256)s)
     on conflict (source, idempotency_key) do nothing
-    returning id
+    returning event_id, received_at
+),
+ordering as (
+    select keyed.event_id, keyed.received_at,
+           case when %(ordering_key)s::text is not null
+                then coalesce(%(order_at)s::timestamptz, keyed.received_at) end as order_at
+    from keyed
+),
+inserted as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, verifier, headers, body,
+         body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate)
+    select event_id, received_at, %(source)s, %(key)s, %(event_type)s, %(verifier)s,
+           %(headers)s, %(body)s, %(body_sha256)s, %(ordering_key)s::text, order_at,
+           %(on_dead)s::text, %(traceparent)s, %(tracestate)s
+    from ordering
 ),
 queued as (
-    insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
-    select id,
+    insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+    select event_id, received_at,
            case when %(ordering_key)s::text is not null then %(source)s::text end,
-           %(ordering_key)s::text,
-           case when %(ordering_key)s::text is not null
-                then coalesce(%(order_at)s::timestamptz, now()) end,
-           %(on_dead)s::text
-    from inserted
+           %(ordering_key)s::text, order_at, %(on_dead)s::text
+    from ordering
 ),
 known as (
-    select id, body_sha256
-    from inbox_events
+    select event_id, body_sha256
+    from inbox_keys
     where source = %(source)s
       and idempotency_key = %(key)s
-      and not exists (select from inserted)
+      and not exists (select from keyed)
 ),
 delivered as (
     insert into inbox_deliveries (event_id, body_sha256, body)
-    select id, %(body_sha256)s::bytea, case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
+    select event_id, %(body_sha256)s::bytea,
+           case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
     from known
 )
-select inserted.id, true as is_new
-from inserted
+select keyed.event_id, true as is_new
+from keyed
 left join lateral (select pg_notify('inbox_work', '') where %(notify)s::boolean) as woken on true
 union all
-select id, false as is_new from known
+select event_id, false as is_new from known
 
 -- name: insert_events
 -- Group commit: the new events of several concurrent writes in one statement and one
--- commit. Each input row comes back with its event id when this statement inserted it, or
--- with a null id when its key was already taken: that write then goes the single way
+-- commit. Each input row comes back with its event id when this statement claimed its key,
+-- or with a null id when its key was already taken: that write then goes the single way
 -- (insert_event), which records the delivery. The caller sends each (source, key) at most
--- once per group. Rows go in key order, so two groups that share keys wait on each other
+-- once per group. Keys go in key order, so two groups that share keys wait on each other
 -- in the same order instead of deadlocking.
 -- A key that another transaction holds uncommitted (a write joined to a long application
 -- transaction) must not hold up the rest of the group: past a short lock wait the statement
@@ -89,56 +99,64 @@ input as (
         %(order_ats)b::timestamptz[],
         %(on_deads)b::text[],
         %(traceparents)b::text[],
-        %(tracestates)b::text[]
+        %(tracestates)b::text[],
+        %(received_ats)b::timestamptz[]
     ) with ordinality
         as i(source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-             ordering_key, given_order_at, on_dead, traceparent, tracestate, n)
+             ordering_key, given_order_at, on_dead, traceparent, tracestate,
+             given_received_at, n)
     cross join wait_briefly
+),
+keyed as (
+    insert into inbox_keys (source, idempotency_key, received_at, body_sha256)
+    select source, idempotency_key, coalesce(given_received_at, now()), body_sha256
+    from input
+    order by source, idempotency_key
+    on conflict (source, idempotency_key) do nothing
+    returning event_id, received_at, source, idempotency_key
 ),
 ordered as (
     -- As in insert_event: an ordered event without a timestamp is ordered by arrival.
-    select input.*,
-           case when ordering_key is not null then coalesce(given_order_at, now()) end
-               as order_at
-    from input
+    select keyed.event_id, keyed.received_at, input.*,
+           case when ordering_key is not null
+                then coalesce(given_order_at, keyed.received_at) end as order_at
+    from keyed
+    join input using (source, idempotency_key)
 ),
 inserted as (
     insert into inbox_events
-        (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-         ordering_key, order_at, on_dead, traceparent, tracestate)
-    select source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-           ordering_key, order_at, on_dead, traceparent, tracestate
+        (id, received_at, source, idempotency_key, event_type, verifier, headers, body,
+         body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate)
+    select event_id, received_at, source, idempotency_key, event_type, verifier, headers,
+           body, body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate
     from ordered
-    order by source, idempotency_key
-    on conflict (source, idempotency_key) do nothing
-    returning id, source, idempotency_key
 ),
 queued as (
-    insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)
-    select inserted.id,
-           case when o.ordering_key is not null then o.source end,
-           o.ordering_key, o.order_at, o.on_dead
-    from inserted
-    join ordered o using (source, idempotency_key)
+    insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+    select event_id, received_at,
+           case when ordering_key is not null then source end,
+           ordering_key, order_at, on_dead
+    from ordered
 )
-select input.n, inserted.id
+select input.n, keyed.event_id
 from input
-left join inserted using (source, idempotency_key)
+left join keyed using (source, idempotency_key)
 order by input.n
 
 -- name: record_duplicate
 -- The second step for a key that a concurrent writer committed while insert_event waited.
 with known as (
-    select id, body_sha256
-    from inbox_events
+    select event_id, body_sha256
+    from inbox_keys
     where source = %(source)s and idempotency_key = %(key)s
 ),
 delivered as (
     insert into inbox_deliveries (event_id, body_sha256, body)
-    select id, %(body_sha256)s::bytea, case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
+    select event_id, %(body_sha256)s::bytea,
+           case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
     from known
 )
-select id, false as is_new from known
+select event_id, false as is_new from known
 
 -- name: notify_work
 -- A payload-free hint: the work table is the truth, a notification only says "look now".
@@ -146,4 +164,4 @@ select pg_notify('inbox_work', '')
 
 -- name: ping
 -- The health check: the server answers and the schema is there.
-select 1 from inbox_events limit 1
+select 1 from inbox_keys limit 1

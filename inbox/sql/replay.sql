@@ -23,9 +23,11 @@ set transaction isolation level repeatable read
 select t.event_id,
        exists (
            select from inbox_attempts a
-           where a.event_id = t.event_id and a.outcome = 'processed'
+           where a.event_id = t.event_id and a.received_at = k.received_at
+             and a.outcome = 'processed'
        ) as processed
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
+join inbox_keys k on k.event_id = t.event_id
 left join inbox_work w on w.event_id = t.event_id
 where w.state is distinct from 'pending'
 order by t.n
@@ -44,9 +46,10 @@ order by t.n
 -- (a held key's head stays its head) rather than queueing behind the events it held.
 -- With a required version, only a worker running that version of the code claims them.
 insert into inbox_work
-    (event_id, priority, run_at, replay_id, source, ordering_key, order_at, on_dead,
-     required_version)
+    (event_id, received_at, priority, run_at, replay_id, source, ordering_key, order_at,
+     on_dead, required_version)
 select t.event_id,
+       e.received_at,
        1,
        case
            when %(rate)s::float8 is null then now()
@@ -59,7 +62,8 @@ select t.event_id,
        e.on_dead,
        %(required_version)s::text
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
-join inbox_events e on e.id = t.event_id
+join inbox_keys k on k.event_id = t.event_id
+join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
 on conflict (event_id) do update
     set state = 'pending',
         priority = case when inbox_work.ordering_key is null then excluded.priority

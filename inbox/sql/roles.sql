@@ -24,7 +24,7 @@ $$
 -- name: reset
 revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-              {schema}.inbox_prunes, {schema}.inbox_workers
+              {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -40,16 +40,20 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 
 -- name: receiver
 -- The internet-facing part appends and nothing else. It reads back only what the duplicate
--- path compares (the key and the body's hash, never a body or headers): insert_event's
--- ON CONFLICT and RETURNING, and record_duplicate's lookup. Identity columns are filled
--- by the table's own sequence, which needs no grant of its own. traceparent and tracestate
--- are the receipt span's context, written with the event (never read back here).
-grant select (id, source, idempotency_key, body_sha256) on {schema}.inbox_events to {receiver};
+-- path compares, from the key table (the key, the event's id and receipt time, the body's
+-- hash): insert_event's ON CONFLICT and RETURNING, and record_duplicate's lookup. It never
+-- reads the log: no body, no headers. The key table's identity draws the event's id, which
+-- needs no grant of its own. traceparent and tracestate are the receipt span's context,
+-- written with the event (never read back here).
+grant select (source, idempotency_key, event_id, received_at, body_sha256)
+    on {schema}.inbox_keys to {receiver};
+grant insert (source, idempotency_key, received_at, body_sha256)
+    on {schema}.inbox_keys to {receiver};
 -- An ordered source's events also carry their ordering key, timestamp and policy.
-grant insert (source, idempotency_key, event_type, verifier, headers, body, body_sha256,
-              ordering_key, order_at, on_dead, traceparent, tracestate)
+grant insert (id, received_at, source, idempotency_key, event_type, verifier, headers, body,
+              body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate)
     on {schema}.inbox_events to {receiver};
-grant insert (event_id, source, ordering_key, order_at, on_dead)
+grant insert (event_id, received_at, source, ordering_key, order_at, on_dead)
     on {schema}.inbox_work to {receiver};
 grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver}
 
@@ -71,7 +75,8 @@ grant select, insert, update, delete on {schema}.inbox_workers to {worker}
 -- letter (`inbox dead skip`) deletes work only through the audited inbox_dead_skip.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-                {schema}.inbox_prunes, {schema}.inbox_workers to {operator};
+                {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys
+    to {operator};
 grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id,
                       required_version)
     on {schema}.inbox_work to {operator};

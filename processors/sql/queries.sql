@@ -58,7 +58,7 @@ select w.event_id, w.attempts, w.replay_id, 0 as crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
        w.ordering_key, e.traceparent, e.tracestate, w.priority, w.run_at
 from (
-    select event_id, attempts, replay_id, priority, run_at, ordering_key
+    select event_id, received_at, attempts, replay_id, priority, run_at, ordering_key
     from inbox_work
     where state = 'pending'
       and run_at <= now()
@@ -114,7 +114,8 @@ from (
     limit %(batch_size)s
     for update skip locked
 ) as w
-join inbox_events e on e.id = w.event_id
+-- The event's receipt time takes the probe to its partition of the log.
+join inbox_events e on e.id = w.event_id and e.received_at = w.received_at
 order by w.priority, w.run_at, w.event_id
 )
 union all
@@ -135,7 +136,8 @@ select s.event_id, s.attempts, s.replay_id, s.crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
        s.ordering_key, e.traceparent, e.tracestate
 from (
-    select w.event_id, w.attempts, w.replay_id, c.claims as crashes, w.ordering_key
+    select w.event_id, w.received_at, w.attempts, w.replay_id, c.claims as crashes,
+           w.ordering_key
     from inbox_claims c
     join inbox_work w on w.event_id = c.event_id
     where w.state = 'pending' and w.run_at <= now()
@@ -144,7 +146,7 @@ from (
     limit 1
     for update of w skip locked
 ) as s
-join inbox_events e on e.id = s.event_id
+join inbox_events e on e.id = s.event_id and e.received_at = s.received_at
 
 -- name: next_due
 -- Seconds until the earliest pending event that is not due yet (null: none), so an idle
@@ -228,9 +230,10 @@ with outcome as (
         %(error_classes)b::text[],
         %(error_messages)b::text[],
         %(replay_ids)b::bigint[],
-        %(error_tracebacks)b::text[]
+        %(error_tracebacks)b::text[],
+        %(received_ats)b::timestamptz[]
     ) as o(event_id, attempt, outcome, state, delay, started_at, finished_at, handler,
-           error_class, error_message, replay_id, error_traceback)
+           error_class, error_message, replay_id, error_traceback, received_at)
 ),
 finished as (
     delete from inbox_work w
@@ -261,9 +264,9 @@ unclaimed_released as (
     where c.event_id = o.event_id and o.outcome = 'released' and c.claims > 1
 )
 insert into inbox_attempts
-    (event_id, attempt, started_at, finished_at, outcome, handler, worker,
+    (event_id, received_at, attempt, started_at, finished_at, outcome, handler, worker,
      error_class, error_message, replay_id, error_traceback, version)
-select event_id, attempt, started_at, finished_at, outcome, handler, %(worker)s,
+select event_id, received_at, attempt, started_at, finished_at, outcome, handler, %(worker)s,
        error_class, error_message, replay_id, error_traceback, %(version)s::text
 from outcome
 where outcome <> 'released'
@@ -332,6 +335,6 @@ select e.source,
            where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
        )), 0)::float8 as oldest_pending_seconds
 from inbox_work w
-join inbox_events e on e.id = w.event_id
+join inbox_events e on e.id = w.event_id and e.received_at = w.received_at
 group by e.source
 order by e.source

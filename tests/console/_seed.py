@@ -10,6 +10,7 @@ import psycopg
 
 from inbox import InboxWriter
 from processors import Event, Router
+from tests._log import seed_events
 from tests.processors._support import run_until_settled, settings
 
 XSS = "<script>alert('x')</script>"
@@ -135,10 +136,9 @@ def hold_an_ordered_key(url: str) -> None:
 def traced_event(url: str) -> int:
     """An event received under trace ``TRACE_ID`` (its stored traceparent); its id."""
     with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256, traceparent)"
-            " values ('shop', 'traced', '{}', sha256('{}'), %s) returning id",
+        [event_id] = seed_events(
+            conn,
+            "select 'shop' as source, 'traced' as idempotency_key, '{}' as body, %s as traceparent",
             [f"00-{TRACE_ID}-00f067aa0ba902b7-01"],
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+        )
+    return event_id

@@ -87,9 +87,11 @@ def test_the_preview_counts_events_already_processed(db_url: str) -> None:
     with psycopg.connect(db_url) as conn:
         conn.execute("delete from inbox_work where event_id = any(%s)", [[done, failed]])
         conn.execute(
-            "insert into inbox_attempts (event_id, attempt, started_at, outcome) values"
-            " (%s, 1, now(), 'failed'), (%s, 2, now(), 'processed'), (%s, 1, now(), 'processed'),"
-            " (%s, 1, now(), 'dead')",
+            "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome)"
+            " select a.event_id, k.received_at, a.attempt, now(), a.outcome"
+            " from (values (%s, 1, 'failed'), (%s, 2, 'processed'), (%s, 1, 'processed'),"
+            " (%s, 1, 'dead')) as a(event_id, attempt, outcome)"
+            " join inbox_keys k on k.event_id = a.event_id::bigint",
             [done, done, done, failed],
         )
     preview = replay(db_url, reason="check", ids=[done, failed, fresh], dry_run=True)

@@ -26,9 +26,10 @@ def _attempt(conn: psycopg.Connection, event_id: int, outcome: str, **extra: obj
     columns = ["event_id", "attempt", "started_at", "outcome", *extra]
     values = [event_id, 1, datetime.now(UTC), outcome, *extra.values()]
     conn.execute(
-        f"insert into inbox_attempts ({', '.join(columns)})"
-        f" values ({', '.join(['%s'] * len(values))})",
-        values,
+        f"insert into inbox_attempts (received_at, {', '.join(columns)})"
+        f" select received_at, {', '.join(['%s'] * len(values))}"
+        " from inbox_keys where event_id = %s",
+        [*values, event_id],
     )
 
 
@@ -188,9 +189,10 @@ def test_activity_counts_per_bucket_and_fills_the_gaps(db_url: str) -> None:
         _attempt(conn, b, "retry")  # a handler's Retry: neither processed nor failed
         _attempt(conn, c, "skipped")
         conn.execute(  # an hour and a half ago: in the day's series only
-            "insert into inbox_attempts (event_id, attempt, started_at, finished_at, outcome)"
-            " values (%s, 2, now() - interval '90 minutes', now() - interval '90 minutes',"
-            " 'dead')",
+            "insert into inbox_attempts"
+            " (event_id, received_at, attempt, started_at, finished_at, outcome)"
+            " select event_id, received_at, 2, now() - interval '90 minutes',"
+            " now() - interval '90 minutes', 'dead' from inbox_keys where event_id = %s",
             [b],
         )
     hour = queries.activity(db_url, queries.LAST_HOUR)

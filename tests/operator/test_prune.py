@@ -10,35 +10,35 @@ import pytest
 
 from inbox import InboxWriter, RefusedError
 from inbox.queries import prune
+from tests._log import seed_events
 from tests._wait import rows, scalar
 from tests.operator._support import inbox
 
 
 def _old_event(conn: psycopg.Connection, key: str, days: int, work: str | None) -> int:
     """An event received ``days`` ago, settled (work None) or with a work row left."""
-    row = conn.execute(
-        "insert into inbox_events (source, idempotency_key, received_at, body, body_sha256)"
-        " values ('shop', %s, now() - make_interval(days => %s), 'b', sha256('b'))"
-        " returning id",
+    [event_id] = seed_events(
+        conn,
+        "select 'shop' as source, %s as idempotency_key,"
+        " now() - make_interval(days => %s) as received_at, 'b' as body",
         [key, days],
-    ).fetchone()
-    assert row is not None
-    event_id = int(row[0])
+    )
     conn.execute(
         "insert into inbox_deliveries (event_id, received_at, body_sha256)"
         " values (%s, now() - make_interval(days => %s), sha256('b'))",
         [event_id, days],
     )
     conn.execute(
-        "insert into inbox_attempts (event_id, attempt, started_at, outcome)"
-        " values (%s, 1, now() - make_interval(days => %s), %s)",
-        [event_id, days, "failed" if work else "processed"],
+        "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome)"
+        " values (%s, now() - make_interval(days => %s), 1, now() - make_interval(days => %s),"
+        " %s)",
+        [event_id, days, days, "failed" if work else "processed"],
     )
     if work is not None:
         conn.execute(
-            "insert into inbox_work (event_id, state, attempts, last_error)"
-            " values (%s, %s, 1, 'E: x')",
-            [event_id, work],
+            "insert into inbox_work (event_id, received_at, state, attempts, last_error)"
+            " select event_id, received_at, %s, 1, 'E: x' from inbox_keys where event_id = %s",
+            [work, event_id],
         )
     return event_id
 
@@ -100,10 +100,14 @@ def test_prune_removes_only_old_settled_events_and_audits_it(
                 conn.execute(f"delete from {table}")
             conn.rollback()
 
-    # The trade-off the minimum window guards: a pruned key is accepted as new again.
+    # Dedupe outlives the log: a pruned event's key is still a duplicate, with its id.
     with InboxWriter(db_url) as writer:
-        assert writer.write("shop", "old-done", b"late retry").is_new
+        again = writer.write("shop", "old-done", b"late retry")
+        assert (again.event_id, again.is_new) == (aged["old_done"], False)
         assert not writer.write("shop", "old-pending", b"late retry").is_new
+    assert (
+        scalar(db_url, "select count(*) from inbox_work where event_id = %s", [again.event_id]) == 0
+    )
 
 
 def test_prune_through_the_api_on_a_caller_connection(db_url: str, aged: dict[str, int]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from processors._store import CLAIM_BATCH, CLAIM_WINDOW_BATCHES, START, Position, claim_params
+from tests._log import seed_events
 
 PENDING = 500
 
@@ -15,18 +16,20 @@ PENDING = 500
 def _load(url: str, history: int) -> None:
     """``history`` settled events with an attempt each, then PENDING events still to do."""
     with psycopg.connect(url) as conn:
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
-            " select 'shop', 'k' || g, '{}', sha256('{}') from generate_series(1, %s) g",
+        seed_events(
+            conn,
+            "select 'shop' as source, 'k' || g as idempotency_key, '{}' as body"
+            " from generate_series(1, %s) g",
             [history + PENDING],
         )
         conn.execute(
-            "insert into inbox_attempts (event_id, attempt, started_at, outcome)"
-            " select id, 1, now(), 'processed' from inbox_events where id <= %s",
+            "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome)"
+            " select id, received_at, 1, now(), 'processed' from inbox_events where id <= %s",
             [history],
         )
         conn.execute(
-            "insert into inbox_work (event_id) select id from inbox_events where id > %s",
+            "insert into inbox_work (event_id, received_at)"
+            " select id, received_at from inbox_events where id > %s",
             [history],
         )
         conn.commit()
@@ -142,12 +145,14 @@ def test_a_resumed_claim_does_not_walk_the_dead_entries_of_settled_rows(db_url: 
     with psycopg.connect(db_url) as conn:
         # 20,000 rows ahead of the pending ones in the claim's order, then settled (deleted)
         # with no vacuum since: what a drain leaves at the head of the index.
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
-            " select 'shop', 'settled' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        seed_events(
+            conn,
+            "select 'shop' as source, 'settled' || g as idempotency_key"
+            " from generate_series(1, 20000) g",
         )
         conn.execute(
-            "insert into inbox_work (event_id, run_at) select id, now() - interval '1 hour'"
+            "insert into inbox_work (event_id, received_at, run_at)"
+            " select id, received_at, now() - interval '1 hour'"
             " from inbox_events where idempotency_key like 'settled%%'"
         )
         conn.commit()
@@ -219,11 +224,14 @@ def test_the_claim_stays_index_driven_when_the_claim_counters_bloat(db_url: str)
     # Statistics taken while a few counters were live, then 40,000 dead ones: why the
     # counters are probed per candidate row is told beside claim_batch (sql/queries.sql).
     with psycopg.connect(db_url) as conn:
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
-            " select 'shop', 'k' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        seed_events(
+            conn,
+            "select 'shop' as source, 'k' || g as idempotency_key from generate_series(1, 20000) g",
         )
-        conn.execute("insert into inbox_work (event_id) select id from inbox_events")
+        conn.execute(
+            "insert into inbox_work (event_id, received_at)"
+            " select id, received_at from inbox_events"
+        )
         conn.execute(
             "insert into inbox_claims (event_id) select g from generate_series(-300, -1) g"
         )
@@ -250,13 +258,15 @@ def test_an_ordered_claim_probes_the_key_slots_when_the_claim_counters_bloat(db_
     # OR, had a hashed alternative the planner took for the few counters its statistics
     # saw, and every claim read the whole bloated table to build it.
     with psycopg.connect(db_url) as conn:
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256)"
-            " select 'shop', 'k' || g, '{}', sha256('{}') from generate_series(1, 20000) g"
+        seed_events(
+            conn,
+            "select 'shop' as source, 'k' || g as idempotency_key from generate_series(1, 20000) g",
         )
         conn.execute(
-            "insert into inbox_work (event_id, source, ordering_key, order_at, on_dead)"
-            " select id, 'shop', 'key' || (id % 5000), now(), 'hold' from inbox_events"
+            "insert into inbox_work (event_id, received_at, source, ordering_key, order_at,"
+            " on_dead)"
+            " select id, received_at, 'shop', 'key' || (id % 5000), now(), 'hold'"
+            " from inbox_events"
         )
         conn.execute(
             "insert into inbox_claims (event_id, source, ordering_key)"

@@ -21,6 +21,7 @@ from processors._store import (
     claim_params,
 )
 from processors.testing import COUNT_DUE
+from tests._log import seed_events
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -156,8 +157,9 @@ def test_replays_run_after_the_keys_live_events_and_in_key_order(
     sql(db_url, "delete from inbox_work where event_id = any(%s)", [ids[:2]])
     sql(
         db_url,
-        "insert into inbox_work (event_id, priority, source, ordering_key, order_at, on_dead)"
-        " select id, 1, source, ordering_key, order_at, on_dead from inbox_events"
+        "insert into inbox_work"
+        " (event_id, received_at, priority, source, ordering_key, order_at, on_dead)"
+        " select id, received_at, 1, source, ordering_key, order_at, on_dead from inbox_events"
         " where id = any(%s)",
         [ids[:2]],
     )
@@ -173,18 +175,19 @@ def test_replays_run_after_the_keys_live_events_and_in_key_order(
 def _load_ordered(url: str, keys: int, per_key: int) -> None:
     """``keys`` x ``per_key`` ordered events, interleaved in arrival, in one statement."""
     with psycopg.connect(url) as conn:
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256,"
-            " ordering_key, order_at, on_dead)"
-            " select 'ordered', 'k' || g, '{}', sha256('{}'), 'key' || (g %% %(keys)s),"
-            " now() + make_interval(secs => g), 'hold'"
+        seed_events(
+            conn,
+            "select 'ordered' as source, 'k' || g as idempotency_key,"
+            " 'key' || (g %% %(keys)s) as ordering_key,"
+            " now() + make_interval(secs => g) as order_at, 'hold' as on_dead"
             " from generate_series(1, %(n)s) g",
             {"keys": keys, "n": keys * per_key},
         )
         conn.execute(
-            "insert into inbox_work (event_id, run_at, source, ordering_key, order_at, on_dead)"
-            " select id, order_at - interval '1 day', source, ordering_key, order_at, on_dead"
-            " from inbox_events"
+            "insert into inbox_work"
+            " (event_id, received_at, run_at, source, ordering_key, order_at, on_dead)"
+            " select id, received_at, order_at - interval '1 day', source, ordering_key,"
+            " order_at, on_dead from inbox_events"
         )
         conn.commit()
         conn.autocommit = True

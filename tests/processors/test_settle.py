@@ -17,7 +17,12 @@ from tests.processors._support import write_events
 def _settle(worker_url: str, decisions: list[Decision]) -> None:
     async def settle() -> None:
         async with await psycopg.AsyncConnection.connect(worker_url) as conn:
-            await WorkStore().settle(conn, decisions, "w")
+            received = await conn.execute(
+                "select id, received_at from inbox_events where id = any(%s)",
+                [[d.event_id for d in decisions]],
+            )
+            received_at = {row[0]: row[1] for row in await received.fetchall()}
+            await WorkStore().settle(conn, decisions, "w", received_at)
             await conn.commit()
 
     anyio.run(settle)

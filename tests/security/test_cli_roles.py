@@ -31,13 +31,15 @@ def test_roles_are_created_once_and_granting_again_changes_nothing(db_url: str) 
                 " order by rolname",
                 [names],
             ).fetchall()
-            can_read_body = conn.execute(
+            can_read = conn.execute(
                 "select has_column_privilege(%s, 'inbox_events', 'body', 'select'),"
-                " has_column_privilege(%s, 'inbox_events', 'body_sha256', 'select')",
-                [f"{prefix}_receiver", f"{prefix}_receiver"],
+                " has_column_privilege(%s, 'inbox_events', 'body_sha256', 'select'),"
+                " has_column_privilege(%s, 'inbox_keys', 'body_sha256', 'select')",
+                [f"{prefix}_receiver"] * 3,
             ).fetchone()
         assert rows == sorted((name, False) for name in names)
-        assert can_read_body == (False, True)
+        # The duplicate path reads the key table only, never the log.
+        assert can_read == (False, False, True)
     finally:
         with psycopg.connect(db_url, autocommit=True) as conn:
             for name in names:
@@ -51,8 +53,8 @@ def test_sql_is_printed_for_a_dba_without_touching_the_database() -> None:
     assert printed.stdout.startswith("begin;")
     assert printed.stdout.rstrip().endswith("commit;")
     assert (
-        'grant select (id, source, idempotency_key, body_sha256) on "public".inbox_events'
-        ' to "pay_receiver"'
+        "grant select (source, idempotency_key, event_id, received_at, body_sha256)\n"
+        '    on "public".inbox_keys to "pay_receiver"'
     ) in printed.stdout
     assert "{" not in printed.stdout
 

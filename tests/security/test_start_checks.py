@@ -13,6 +13,7 @@ import pytest
 from inbox._core.errors import ConfigError
 from inbox._core.privileges import NEEDS, missing_privileges, require_privileges
 from tests._commands import environment, run_inbox, start_serve, status_of
+from tests._log import seed_events
 from tests.security.conftest import Roles
 
 
@@ -55,9 +56,10 @@ def test_operator_commands_use_the_operator_url_and_prune_the_retention_url(
     db_url: str, roles: Roles
 ) -> None:
     with psycopg.connect(db_url) as conn:  # settled long ago: no work row, prunable
-        conn.execute(
-            "insert into inbox_events (source, idempotency_key, body, body_sha256, received_at)"
-            " values ('shop', 'k1', '{}', sha256('{}'), '2020-01-01')"
+        seed_events(
+            conn,
+            "select 'shop' as source, 'k1' as idempotency_key,"
+            " timestamptz '2020-01-01' as received_at",
         )
     env = {
         "INBOX_DATABASE__URL": "postgresql://nobody@127.0.0.1:1/nothing",
@@ -95,7 +97,7 @@ def test_serve_with_a_role_that_cannot_append_refuses_to_start(
     assert result.returncode == 2, result.stderr
     [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("inbox: error:")]
     login = roles.login("worker")
-    assert f'inbox serve: the database role "{login}" lacks INSERT on inbox_events' in line
+    assert f'inbox serve: the database role "{login}" lacks SELECT on inbox_keys' in line
     assert f'GRANT inbox_receiver TO "{login}"' in line
 
 
