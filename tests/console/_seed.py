@@ -3,6 +3,8 @@ worker whose handlers fail on purpose, so attempts carry errors and some events 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,3 +144,29 @@ def traced_event(url: str) -> int:
             [f"00-{TRACE_ID}-00f067aa0ba902b7-01"],
         )
     return event_id
+
+
+# Workers of two versions of the code, running while a test looks: the old one and a fix.
+OLD_VERSION = "4c1d9e2"
+FIXED_VERSION = "9f3b7a1"
+TWO_VERSIONS = {"web-1:4101": OLD_VERSION, "web-2:4102": FIXED_VERSION, "web-3:4103": FIXED_VERSION}
+
+
+@contextmanager
+def running_workers(url: str, workers: Mapping[str, str]) -> Iterator[None]:
+    """Worker processes (name: version) that run while the block does: each reports its
+    version as a worker does, and holds a connection of its own open, which is how the
+    operator's queries tell a running worker from one that was killed. They started 20
+    minutes apart, the first listed first."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for n, (name, version) in enumerate(workers.items()):
+            conn.execute(
+                "insert into inbox_workers (name, version, started_at)"
+                " values (%s, %s, now() - make_interval(mins => %s))",
+                [name, version, 20 * (len(workers) - n)],
+            )
+    with ExitStack() as connections:
+        for name in workers:
+            label = f"pg-inbox worker {name}/0"
+            connections.enter_context(psycopg.connect(url, application_name=label))
+        yield
