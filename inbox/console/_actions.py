@@ -210,12 +210,20 @@ def _run_id(request: Request) -> int:
 
 @signed_in()
 async def replay_run(request: Request) -> Response:
-    progress = await console_of(request).pool.run(_api.replay_progress, _run_id(request))
+    pool = console_of(request).pool
+    progress = await pool.run(_api.replay_progress, _run_id(request))
+    # A run that requires a version waits for a worker of it: say so while none runs.
+    required = progress.run.required_version
+    waiting_for = None
+    if required is not None and not progress.finished:
+        running = await pool.run(_api.running_workers)
+        waiting_for = None if any(w.version == required for w in running) else required
     return render(
         request,
         "replay_run.html",
         {
             "p": progress,
+            "waiting_for": waiting_for,
             "live_refresh": False if progress.finished else RUN_REFRESH_SECONDS,
         },
     )

@@ -14,8 +14,9 @@ import psycopg
 from inbox import queries
 from inbox._operations import replay as _replay
 from inbox._operations.models import EventDetail, EventPage, EventSummary, Status
-from inbox._operations.records import Activity, AuditPage, ReplayProgress
+from inbox._operations.records import Activity, AuditPage, ReplayProgress, WorkerVersion
 from inbox._operations.replay import ReplayResult
+from inbox._operations.store import LogStore
 from inbox.console._filters import ParsedFilter
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "replay_progress",
     "replay_start",
     "retry_dead",
+    "running_workers",
     "search",
 ]
 
@@ -112,6 +114,11 @@ def retry_dead(conn: Conn, ids: Sequence[int], reason: str, actor: str) -> Repla
 
 def replay_progress(conn: Conn, run_id: int) -> ReplayProgress:
     return queries.replay_progress(conn, run_id)
+
+
+def running_workers(conn: Conn) -> list[WorkerVersion]:
+    """The worker processes running now, by the version of the code they run."""
+    return LogStore(conn).running_workers()
 
 
 def audit(conn: Conn, cursor: str | None) -> AuditPage:
