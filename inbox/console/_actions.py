@@ -1,7 +1,8 @@
 """The pages that change something (dead-letter retry, replay) and the audit trail.
 
 A replay goes filter → preview (a dry run: how many, how many already processed, the
-first 20) → confirm with a reason → the run's progress. Every change is a POST with the
+first 20, the running workers by version) → confirm with a reason, and optionally the
+version of the code that must run it → the run's progress. Every change is a POST with the
 CSRF token, by an operator; the run records the console user and ``via = "console"``.
 """
 
@@ -16,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from inbox._core.errors import RefusedError
+from inbox._operations.replay import ReplayResult
 from inbox.console import _api
 from inbox.console._filters import ParsedFilter, parse_filter
 from inbox.console._render import render, url_for
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 SAMPLE = 20
+MAX_VERSION = 200  # inbox_workers.version's own limit: no running worker has a longer one
 # A running replay's page asks again this often (static/live.js): a run of a few events
 # ends within a second or two, and the page should say so when it does, not seconds later.
 # Each refresh is one small indexed query, and stops when the run has finished.
@@ -39,11 +42,20 @@ RUN_REFRESH_SECONDS = 1
 
 
 async def _dead_page(
-    request: Request, parsed: ParsedFilter, *, error: str | None = None, status: int = 200
+    request: Request,
+    parsed: ParsedFilter,
+    *,
+    error: str | None = None,
+    status: int = 200,
+    version: str | None = None,
 ) -> Response:
-    page = None
+    pool = console_of(request).pool
+    page = retry = None
     if parsed.event_filter is not None:
-        page = await console_of(request).pool.run(_api.dead_page, parsed)
+        page = await pool.run(_api.dead_page, parsed)
+    if page is not None and page.events and principal_of(request).is_operator:
+        # What a retry of these would run on: the retry form offers the running versions.
+        retry = await pool.run(_api.retry_preview, [e.id for e in page.events], version)
     query = dict(parsed.query)
     query.pop("state", None)
     next_page = None
@@ -52,7 +64,14 @@ async def _dead_page(
     return render(
         request,
         "dead.html",
-        {"filter": parsed, "page": page, "error": error, "next_page": next_page},
+        {
+            "filter": parsed,
+            "page": page,
+            "error": error,
+            "next_page": next_page,
+            "retry": retry,
+            "required": version,
+        },
         status=400 if parsed.errors else status,
     )
 
@@ -60,6 +79,26 @@ async def _dead_page(
 @signed_in()
 async def dead(request: Request) -> Response:
     return await _dead_page(request, parse_filter(request.query_params, state="dead"))
+
+
+def _version(form: ImmutableMultiDict[str, str]) -> str | None:
+    """The version of the code the operator requires (empty: any worker may run them)."""
+    version = form.get("require_version", "").strip()
+    if len(version) > MAX_VERSION:
+        raise HTTPException(400, f"a version is at most {MAX_VERSION} characters")
+    return version or None
+
+
+def _not_running(version: str | None, result: ReplayResult) -> str | None:
+    """Why a run requiring ``version`` is not started: no worker of it runs now (the form
+    offered the running ones; one stopped since). The CLI may queue for a version still to
+    be deployed; the console only for one the operator saw running."""
+    if version is None or any(w.version == version for w in result.workers):
+        return None
+    return (
+        f"No worker of version {version} is running now, so nothing was queued: choose one"
+        " of the running versions below, or any worker."
+    )
 
 
 def _ids(form: ImmutableMultiDict[str, str], field: str = "ids") -> list[int] | None:
@@ -89,12 +128,15 @@ async def dead_retry(request: Request) -> Response:
         )
     elif not reason:
         error = "A retry needs a reason (it is recorded in the audit)."
+    version = _version(form)
     if error:
-        return await _dead_page(request, parsed, error=error, status=400)
+        return await _dead_page(request, parsed, error=error, status=400, version=version)
     assert ids is not None
-    result = await console_of(request).pool.run(
-        _api.retry_dead, ids, reason, principal_of(request).name
-    )
+    pool = console_of(request).pool
+    gone = _not_running(version, await pool.run(_api.retry_preview, ids, version))
+    if gone:
+        return await _dead_page(request, parsed, error=gone, status=409)
+    result = await pool.run(_api.retry_dead, ids, reason, principal_of(request).name, version)
     if result.replay_id is None:
         return await _dead_page(
             request, parsed, error="None of the selected events is dead any more.", status=409
@@ -123,6 +165,7 @@ async def _preview(
     error: str | None = None,
     reason: str = "",
     status: int = 200,
+    version: str | None = None,
 ) -> Response:
     if parsed.event_filter is None:
         return render(request, "replay.html", {"filter": parsed}, status=400)
@@ -131,7 +174,7 @@ async def _preview(
             "choose at least one filter: an empty one would replay every stored event"
         )
         return render(request, "replay.html", {"filter": parsed}, status=400)
-    result = await console_of(request).pool.run(_api.replay_preview, parsed, ids, SAMPLE)
+    result = await console_of(request).pool.run(_api.replay_preview, parsed, ids, SAMPLE, version)
     return render(
         request,
         "replay_preview.html",
@@ -141,6 +184,7 @@ async def _preview(
             "hidden": _hidden(parsed, ids),
             "error": error,
             "reason": reason,
+            "required": version,
         },
         status=status,
     )
@@ -158,6 +202,7 @@ async def replay_start(request: Request) -> Response:
     parsed = parse_filter(form)
     ids = _ids(form)
     reason = form.get("reason", "").strip()
+    version = _version(form)
     if parsed.event_filter is None or (ids is None and parsed.is_empty()):
         return await _preview(request, parsed, ids, status=400)
     if not reason:
@@ -167,15 +212,20 @@ async def replay_start(request: Request) -> Response:
             ids,
             error="A replay needs a reason (it is recorded in the audit).",
             status=400,
+            version=version,
         )
     console = console_of(request)
-    check = await console.pool.run(_api.replay_preview, parsed, ids, 1)
+    check = await console.pool.run(_api.replay_preview, parsed, ids, 1, version)
+    gone = _not_running(version, check)
+    if gone:
+        return await _preview(request, parsed, ids, error=gone, reason=reason, status=409)
     if check.already_processed and form.get("include_processed") != "1":
         return await _preview(
             request,
             parsed,
             ids,
             reason=reason,
+            version=version,
             error=(
                 f"{check.already_processed} of the selected events were already processed:"
                 " replaying runs their handlers' effects again. Tick “include processed"
@@ -185,7 +235,7 @@ async def replay_start(request: Request) -> Response:
         )
     try:
         result = await console.pool.run(
-            _api.replay_start, parsed, ids, reason, principal_of(request).name
+            _api.replay_start, parsed, ids, reason, principal_of(request).name, version
         )
     except RefusedError as exc:
         return await _preview(request, parsed, ids, error=str(exc), reason=reason, status=400)

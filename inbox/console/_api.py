@@ -31,6 +31,7 @@ __all__ = [
     "replay_progress",
     "replay_start",
     "retry_dead",
+    "retry_preview",
     "running_workers",
     "search",
 ]
@@ -87,29 +88,63 @@ def _selection(parsed: ParsedFilter, ids: Sequence[int] | None) -> dict[str, Any
 
 
 def replay_preview(
-    conn: Conn, parsed: ParsedFilter, ids: Sequence[int] | None, sample: int
+    conn: Conn,
+    parsed: ParsedFilter,
+    ids: Sequence[int] | None,
+    sample: int,
+    version: str | None = None,
 ) -> ReplayResult:
-    """The dry run: how many the selection holds, how many were processed, the first few."""
+    """The dry run: how many the selection holds, how many were processed, the first few,
+    the running workers and what they mean for a run that requires ``version`` (or not)."""
     return _replay.replay(
         conn,
         reason="(preview)",
         dry_run=True,
         sample_size=sample,
         via="console",
+        require_version=version,
         **_selection(parsed, ids),
     )
 
 
 def replay_start(
-    conn: Conn, parsed: ParsedFilter, ids: Sequence[int] | None, reason: str, actor: str
+    conn: Conn,
+    parsed: ParsedFilter,
+    ids: Sequence[int] | None,
+    reason: str,
+    actor: str,
+    version: str | None = None,
 ) -> ReplayResult:
     return _replay.replay(
-        conn, reason=reason, actor=actor, via="console", **_selection(parsed, ids)
+        conn,
+        reason=reason,
+        actor=actor,
+        via="console",
+        require_version=version,
+        **_selection(parsed, ids),
     )
 
 
-def retry_dead(conn: Conn, ids: Sequence[int], reason: str, actor: str) -> ReplayResult:
-    return _replay.retry_dead(conn, reason=reason, ids=ids, actor=actor, via="console")
+def retry_preview(conn: Conn, ids: Sequence[int], version: str | None = None) -> ReplayResult:
+    """The dry run of a dead-letter retry of ``ids``: the running workers, and what they
+    mean for it."""
+    return _replay.retry_dead(
+        conn,
+        reason="(preview)",
+        ids=ids,
+        dry_run=True,
+        sample_size=0,
+        via="console",
+        require_version=version,
+    )
+
+
+def retry_dead(
+    conn: Conn, ids: Sequence[int], reason: str, actor: str, version: str | None = None
+) -> ReplayResult:
+    return _replay.retry_dead(
+        conn, reason=reason, ids=ids, actor=actor, via="console", require_version=version
+    )
 
 
 def replay_progress(conn: Conn, run_id: int) -> ReplayProgress:

@@ -156,8 +156,8 @@ TWO_VERSIONS = {"web-1:4101": OLD_VERSION, "web-2:4102": FIXED_VERSION, "web-3:4
 def running_workers(url: str, workers: Mapping[str, str]) -> Iterator[None]:
     """Worker processes (name: version) that run while the block does: each reports its
     version as a worker does, and holds a connection of its own open, which is how the
-    operator's queries tell a running worker from one that was killed. They started 20
-    minutes apart, the first listed first."""
+    operator's queries tell a running worker from one that was killed (and its listener's,
+    so that none looks deaf). They started 20 minutes apart, the first listed first."""
     with psycopg.connect(url, autocommit=True) as conn:
         for n, (name, version) in enumerate(workers.items()):
             conn.execute(
@@ -167,6 +167,6 @@ def running_workers(url: str, workers: Mapping[str, str]) -> Iterator[None]:
             )
     with ExitStack() as connections:
         for name in workers:
-            label = f"pg-inbox worker {name}/0"
-            connections.enter_context(psycopg.connect(url, application_name=label))
+            for label in (f"pg-inbox worker {name}/0", f"pg-inbox listener {name}"):
+                connections.enter_context(psycopg.connect(url, application_name=label))
         yield
