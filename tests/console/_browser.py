@@ -223,3 +223,13 @@ def screenshots(tmp_path: Path) -> Screenshots:
     to ``tmp_path``."""
     folder = os.environ.get(SCREENSHOTS_ENV)
     return Screenshots(REPO / folder if folder else tmp_path / "screenshots")
+
+
+def sign_in(driver: webdriver.Chrome, base: str, name: str, password: str) -> None:
+    """Sign in to the console at ``base`` on its sign-in form."""
+    driver.get(base + "/login")
+    form = find(driver, "form#login")
+    form.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(name)
+    form.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(password)
+    click_and_load(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+    assert find(driver, "#whoami").text.startswith(name)

@@ -1,12 +1,15 @@
 """Fixtures of the console's tests, shared with the browser tests (names are stable):
 ``seeded_db`` (a fresh clone of the seeded inbox), ``console_settings`` (a viewer and an
 operator with known passwords), ``console_app`` and ``client``; ``browser`` (the system's
-Chromium, driven by selenium, which only the browser tests import)."""
+Chromium, driven by selenium, which only the browser tests import), ``console`` (``inbox
+console`` serving the seeded inbox in its own process) and ``shots`` (their screenshots)."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -22,6 +25,8 @@ from tests.console._seed import Seeded, seed
 
 if TYPE_CHECKING:
     from selenium import webdriver
+
+    from tests.console._browser import LiveServer, Screenshots
 
 VIEWER = ("vera", "viewer-password")
 OPERATOR = ("olga", "operator-password")
@@ -70,6 +75,50 @@ def browser() -> Iterator[webdriver.Chrome]:
 
     with chromium() as driver:
         yield driver
+
+
+def _console_toml(path: Path) -> Path:
+    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
+    users = "".join(
+        f"""
+[[console.users]]
+name = "{name}"
+role = "{role}"
+password_hash = "{hash_password(password, n=2**10)}"
+"""
+        for (name, password), role in ((OPERATOR, "operator"), (VIEWER, "viewer"))
+    )
+    path.write_text(
+        f"""
+[console]
+secret_key = "{SECRET_KEY}"
+{users}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
+    """``inbox console`` on a free port, serving the seeded inbox."""
+    from tests.console._browser import free_port, serve
+
+    port = free_port()
+    config = _console_toml(tmp_path / "inbox.toml")
+    argv = [sys.executable, "-m", "inbox", "--config", str(config)]
+    yield from serve(
+        [*argv, "console", "--host", "127.0.0.1", "--port", str(port)],
+        tmp_path / "console.log",
+        port=port,
+        env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
+    )
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Screenshots:
+    from tests.console._browser import screenshots
+
+    return screenshots(tmp_path)
 
 
 @pytest.fixture

@@ -14,9 +14,6 @@ Every page visited is saved as a screenshot with a stable name; with
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -25,7 +22,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
 from inbox import InboxWriter
-from inbox.console._passwords import hash_password
 from tests._wait import scalar
 from tests.console._browser import (
     WINDOW,
@@ -33,13 +29,11 @@ from tests.console._browser import (
     Screenshots,
     click_and_load,
     find,
-    free_port,
-    screenshots,
-    serve,
+    sign_in,
 )
 from tests.console._seed import TRACE_ID, XSS, Seeded, hold_an_ordered_key, traced_event
 from tests.console._seed import router as seed_router
-from tests.console.conftest import OPERATOR, SECRET_KEY, VIEWER
+from tests.console.conftest import OPERATOR, VIEWER
 from tests.processors._support import run_worker_until, settings
 
 pytestmark = pytest.mark.slow
@@ -47,58 +41,7 @@ pytestmark = pytest.mark.slow
 REASON = "INC-42: the invoice handler's amount check is fixed; re-run evt_123"
 
 
-# --- the console: `inbox console` in its own process -----------------------------------
-
-
-def _config(path: Path) -> Path:
-    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
-    users = "".join(
-        f"""
-[[console.users]]
-name = "{name}"
-role = "{role}"
-password_hash = "{hash_password(password, n=2**10)}"
-"""
-        for (name, password), role in ((OPERATOR, "operator"), (VIEWER, "viewer"))
-    )
-    path.write_text(
-        f"""
-[console]
-secret_key = "{SECRET_KEY}"
-{users}""",
-        encoding="utf-8",
-    )
-    return path
-
-
-@pytest.fixture
-def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
-    """``inbox console`` on a free port, serving the seeded inbox."""
-    port = free_port()
-    argv = [sys.executable, "-m", "inbox", "--config", str(_config(tmp_path / "inbox.toml"))]
-    yield from serve(
-        [*argv, "console", "--host", "127.0.0.1", "--port", str(port)],
-        tmp_path / "console.log",
-        port=port,
-        env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
-    )
-
-
-@pytest.fixture
-def shots(tmp_path: Path) -> Screenshots:
-    return screenshots(tmp_path)
-
-
 # --- the story ------------------------------------------------------------------------
-
-
-def sign_in(driver: webdriver.Chrome, base: str, name: str, password: str) -> None:
-    driver.get(base + "/login")
-    form = find(driver, "form#login")
-    form.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(name)
-    form.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(password)
-    click_and_load(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
-    assert find(driver, "#whoami").text.startswith(name)
 
 
 def sign_out(driver: webdriver.Chrome) -> None:
