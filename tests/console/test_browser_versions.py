@@ -102,3 +102,29 @@ def test_an_operator_replays_dead_letters_on_the_fixed_version_only(
     ]
     assert f"only on version {FIXED_VERSION}" in run.text
     assert run.find_element(By.CSS_SELECTOR, "code.version").text == FIXED_VERSION
+
+
+def test_a_long_version_is_cut_to_fit_the_attempts_table(
+    console: LiveServer, seeded_db: Seeded, browser: webdriver.Chrome
+) -> None:
+    """``[app] version`` may be up to 200 characters: the attempts table shows its start on
+    one line (the cell's title has all of it), and the page never scrolls sideways."""
+    version = "release-2026.12.06-" + "0123456789abcdef" * 11
+    rows(
+        seeded_db.url,
+        "insert into inbox_attempts (event_id, attempt, started_at, outcome, worker, version)"
+        " values (%s, 1, now(), 'failed', 'web-1:4101/0', %s) returning id",
+        [seeded_db.pending_id, version],
+    )
+    sign_in(browser, console.base_url + "/console", *OPERATOR)
+    browser.get(f"{console.base_url}/console/events/{seeded_db.pending_id}")
+    cell = find(browser, "section#attempts td.attempt-version code")
+    assert cell.get_attribute("title") == version
+    assert browser.execute_script(
+        "return arguments[0].scrollWidth > arguments[0].clientWidth", cell
+    )
+    assert cell.rect["height"] < 30  # one line
+    wide, window = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert wide <= window, f"the event page scrolls sideways: {wide} > {window}"

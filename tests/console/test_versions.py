@@ -86,7 +86,7 @@ def test_each_attempt_shows_the_version_that_ran_it(client: TestClient, seeded_d
     sign_in(client, VIEWER)
     assert (
         _attempt_versions(client, seeded_db.key_event)
-        == [f'<code class="version">{ran}</code>'] * 2
+        == [f'<code class="version" title="{ran}">{ran}</code>'] * 2
     )
     assert _attempt_versions(client, seeded_db.pending_id) == ["-"]
 
