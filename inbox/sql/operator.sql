@@ -355,7 +355,7 @@ select set_config('jit', 'off', true),
 
 -- name: replay_run
 select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
-       via
+       via, required_version
 from inbox_replays
 where id = %(id)s::bigint
 

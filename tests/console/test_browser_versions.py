@@ -112,9 +112,11 @@ def test_a_long_version_is_cut_to_fit_the_attempts_table(
     version = "release-2026.12.06-" + "0123456789abcdef" * 11
     rows(
         seeded_db.url,
-        "insert into inbox_attempts (event_id, attempt, started_at, outcome, worker, version)"
-        " values (%s, 1, now(), 'failed', 'web-1:4101/0', %s) returning id",
-        [seeded_db.pending_id, version],
+        "insert into inbox_attempts"
+        " (event_id, received_at, attempt, started_at, outcome, worker, version)"
+        " select event_id, received_at, 1, now(), 'failed', 'web-1:4101/0', %s"
+        " from inbox_keys where event_id = %s returning id",
+        [version, seeded_db.pending_id],
     )
     sign_in(browser, console.base_url + "/console", *OPERATOR)
     browser.get(f"{console.base_url}/console/events/{seeded_db.pending_id}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from starlette.testclient import TestClient
 
 from inbox import queries
@@ -79,8 +78,9 @@ def test_each_attempt_shows_the_version_that_ran_it(client: TestClient, seeded_d
     # An attempt recorded before workers reported their versions has none.
     rows(
         seeded_db.url,
-        "insert into inbox_attempts (event_id, attempt, started_at, outcome, worker)"
-        " values (%s, 1, now(), 'failed', 'old-host:1/0') returning id",
+        "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome, worker)"
+        " select event_id, received_at, 1, now(), 'failed', 'old-host:1/0' from inbox_keys"
+        " where event_id = %s returning id",
         [seeded_db.pending_id],
     )
     sign_in(client, VIEWER)
@@ -109,10 +109,6 @@ def test_the_runs_of_an_event_show_the_version_they_require(
     assert "only on version" not in run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inbox/sql/operator.sql's replay_run does not select required_version yet",
-)
 def test_a_runs_page_shows_the_version_it_requires(client: TestClient, seeded_db: Seeded) -> None:
     run = queries.replay(
         seeded_db.url, reason="fix", ids=[seeded_db.key_event], require_version=FIXED_VERSION
