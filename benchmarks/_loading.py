@@ -84,6 +84,10 @@ def load_inbox_backlog(url: str, n: int, *, notify: bool = False, vacuum: bool =
 def load_history(url: str, n: int) -> None:
     body = make_body("h")[:200]
     with psycopg.connect(url) as conn:
+        conn.execute(
+            "select count(*) from generate_series(now() - interval '31 days', now(),"
+            " interval '1 day') t cross join lateral inbox_partition_for(t)"
+        )
         conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
     analyze(url, vacuum=True)
 

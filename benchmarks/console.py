@@ -84,6 +84,13 @@ join made m using (source, idempotency_key)
 order by k.event_id
 """
 
+# The log's partitions of the window (an import makes them as it goes).
+PARTITIONS = """
+select count(*)
+from generate_series(now() - make_interval(days => %(days)s::integer), now(), interval '1 day') t
+cross join lateral inbox_partition_for(t)
+"""
+
 # Three attempts per event: two failures a second apart, then the success.
 FILL_ATTEMPTS = """
 insert into inbox_attempts
@@ -131,9 +138,11 @@ def fill(url: str, *, events: int, sources: int = 100, days: float = 30.0) -> No
         "events": events,
         "sources": sources,
         "spacing": days * 86400 / events,
+        "days": int(days) + 1,
         "pending": max(1, events // 1000),
     }
     with psycopg.connect(url) as conn:
+        conn.execute(PARTITIONS, params)
         for statement in (FILL_EVENTS, FILL_ATTEMPTS, FILL_DELIVERIES, FILL_WORK):
             conn.execute(statement, params)  # type: ignore[call-overload]
         conn.commit()

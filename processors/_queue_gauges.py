@@ -30,10 +30,15 @@ __all__ = ["QueueGauges"]
 
 log = get_logger("processors.metrics")
 
-QUEUE_GAUGES: LiteralString = load_queries("processors.sql", "queries.sql")["queue_gauges"]
+QUERIES = load_queries("processors.sql", "queries.sql")
+QUEUE_GAUGES: LiteralString = QUERIES["queue_gauges"]
+LOG_GAUGES: LiteralString = QUERIES["log_gauges"]
 STATES = ("pending", "retrying", "dead")
 
 Row = tuple[str, int, int, int, float]
+# (partitions, the oldest one's start in epoch seconds or None, whether the first one is the
+# table from before partitions, the key table's bytes)
+LogRow = tuple[int, float | None, bool, int]
 
 
 class QueueGauges(Collector):
@@ -52,6 +57,7 @@ class QueueGauges(Collector):
         self._lock = threading.Lock()
         self._read_at = -float("inf")
         self._rows: list[Row] | None = None
+        self._log: LogRow | None = None
         self._outage = Outage()
 
     def collect(self) -> Iterator[Any]:
@@ -80,16 +86,38 @@ class QueueGauges(Collector):
             oldest.add_metric([source], float(oldest_seconds))
         yield events
         yield oldest
+        yield from self._log_families()
+
+    def _log_families(self) -> Iterator[Any]:
+        if self._log is None:
+            return
+        partitions, oldest_start, legacy, key_bytes = self._log
+        yield GaugeMetricFamily(
+            "inbox_log_partitions",
+            "partitions of the log (each a period of inbox_events, its attempts and deliveries)",
+            value=float(partitions),
+        )
+        if oldest_start is not None and not legacy:
+            yield GaugeMetricFamily(
+                "inbox_log_oldest_partition_start_seconds",
+                "where the oldest partition of the log begins (Unix time): what a prune keeps",
+                value=oldest_start,
+            )
+        yield GaugeMetricFamily(
+            "inbox_keys_bytes",
+            "size of the key table (one row per key ever received: dedupe is permanent)",
+            value=float(key_bytes),
+        )
 
     def _current(self) -> list[Row] | None:
         with self._lock:
             now = time.monotonic()
             if now - self._read_at >= self._min_interval:
-                self._rows = self._read()
+                self._rows, self._log = self._read()
                 self._read_at = now
             return self._rows
 
-    def _read(self) -> list[Row] | None:
+    def _read(self) -> tuple[list[Row] | None, LogRow | None]:
         try:
             with psycopg.connect(
                 self._dsn,
@@ -99,9 +127,14 @@ class QueueGauges(Collector):
                 autocommit=True,
             ) as conn:
                 rows = conn.execute(QUEUE_GAUGES).fetchall()
+                log_row = conn.execute(LOG_GAUGES).fetchone()
         except (psycopg.Error, OSError) as exc:
             if self._outage.failed(time.monotonic()):
                 log.warning("queue_gauges_unavailable", error=f"{type(exc).__name__}: {exc}")
-            return None
+            return None, None
         self._outage.recovered(time.monotonic())
-        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in rows]
+        queue = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in rows]
+        if log_row is None:
+            return queue, None
+        partitions, oldest, legacy, key_bytes = log_row
+        return queue, (int(partitions), oldest, bool(legacy), int(key_bytes))

@@ -35,6 +35,7 @@ NEXT_DUE: LiteralString = QUERIES["next_due"]
 SETTLE_BATCH: LiteralString = QUERIES["settle_batch"]
 UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
 REGISTER_WORKER: LiteralString = QUERIES["register_worker"]
+ENSURE_PARTITIONS: LiteralString = QUERIES["ensure_partitions"]
 WORKER_STOPPED: LiteralString = QUERIES["worker_stopped"]
 
 AsyncConn = psycopg.AsyncConnection[Any]
@@ -373,6 +374,13 @@ class WorkStore:
                 "version": self.version,
             },
         )
+
+    async def ensure_partitions(self, conn: AsyncConn) -> int:
+        """Make the log's partitions from now to a few periods ahead; how many were new."""
+        cursor = conn.cursor(row_factory=tuple_row)
+        await cursor.execute(ENSURE_PARTITIONS)
+        row = await cursor.fetchone()
+        return 0 if row is None else int(row[0])
 
     async def register_worker(
         self, conn: AsyncConn, name: str, started_at: datetime, *, stopped: bool = False

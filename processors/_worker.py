@@ -50,6 +50,9 @@ log = get_logger("processors.worker")
 # (benchmarks/ANALYSIS.md). With savepoints = "event" every event is a subtransaction, so a
 # batch holds at most MAX_ISOLATED.
 MAX_BATCH = 256
+# How often a worker makes sure the log's partitions are made ahead (they are made weeks
+# ahead; a writer also makes a missing one).
+PARTITIONS_CHECK_SECONDS = 3600.0
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
@@ -184,6 +187,7 @@ class Worker:
                 tg.start_soon(listener.run)
             for n in range(self._concurrency):
                 tg.start_soon(loop, n, wakeup)
+            tg.start_soon(self._keep_partitions_ahead)
             if stop is not None:
                 tg.start_soon(self._stop_when, stop)
             await stop_requested.wait()
@@ -208,6 +212,22 @@ class Worker:
                     )
         except (psycopg.Error, OSError, TimeoutError) as exc:
             log.info("worker_stop_not_recorded", worker=self.name, error=str(exc))
+
+    async def _keep_partitions_ahead(self) -> None:
+        """Make sure of the log's partitions ahead, now and every hour, on a connection of
+        its own; a failure is logged and the next round tries again."""
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, autocommit=True, application_name=f"pg-inbox partitions {self.name}"
+                )
+                async with conn:
+                    made = await self._store.ensure_partitions(conn)
+                if made:
+                    log.info("log_partitions_made", worker=self.name, partitions=made)
+            except (psycopg.Error, OSError) as exc:
+                log.warning("log_partitions_unchecked", worker=self.name, error=str(exc))
+            await anyio.sleep(PARTITIONS_CHECK_SECONDS)
 
     async def _stop_when(self, stop: anyio.Event) -> None:
         await stop.wait()

@@ -11,8 +11,15 @@ import psycopg
 # The rows' columns, by name: source and idempotency_key, and any of received_at, body
 # (text), event_type, verifier, headers (JSON), traceparent, ordering_key, order_at,
 # on_dead. Read through to_jsonb, so a SELECT names only those it sets.
+_ROWS = "select to_jsonb(x) as j from ({rows}) as x"
+
+_SPAN = """
+select min(t), max(t)
+from (select coalesce((j->>'received_at')::timestamptz, now()) as t from ({rows_j}) as r) as s
+"""
+
 _SEED = """
-with r as (select to_jsonb(x) as j from ({rows}) as x),
+with r as ({rows_j}),
 given as (
     select j->>'source' as source, j->>'idempotency_key' as idempotency_key,
            (j->>'received_at')::timestamptz as received_at,
@@ -37,7 +44,22 @@ returning id
 """
 
 
-def seed_events(conn: psycopg.Connection[Any], rows: str, params: Any = None) -> list[int]:
-    """Append the events the SELECT ``rows`` describes; their ids, ascending."""
-    found = conn.execute(_SEED.format(rows=rows), params).fetchall()
+def partitions_between(conn: psycopg.Connection[Any], first: Any, last: Any) -> None:
+    """Make the log's partitions from ``first`` to ``last`` (as the writers would for an
+    import: one per period)."""
+    at = first
+    while at <= last:
+        row = conn.execute("select hi from inbox_partition_for(%s)", [at]).fetchone()
+        assert row is not None
+        at = row[0]
+
+
+def seed_events(conn: psycopg.Connection[Any], rows: str, params: Any = ()) -> list[int]:
+    """Append the events the SELECT ``rows`` describes; their ids, ascending. ``rows`` is
+    always read for placeholders: a literal % is written %%."""
+    rows_j = _ROWS.format(rows=rows)
+    span = conn.execute(_SPAN.format(rows_j=rows_j), params).fetchone()
+    if span is not None and span[0] is not None:
+        partitions_between(conn, span[0], span[1])
+    found = conn.execute(_SEED.format(rows_j=rows_j), params).fetchall()
     return sorted(int(row[0]) for row in found)

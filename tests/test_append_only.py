@@ -64,16 +64,22 @@ def test_the_old_setting_no_longer_opens_the_guard(seeded: str) -> None:
             conn.execute("delete from inbox_events")
 
 
-def test_the_prune_function_deletes_and_audits_but_the_door_stays_shut_after(seeded: str) -> None:
-    with psycopg.connect(seeded) as conn:
-        conn.execute("delete from inbox_work")
+def test_the_prune_function_drops_and_audits_but_the_door_stays_shut_after(db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        [old] = seed_events(
+            conn,
+            "select 's' as source, 'old' as idempotency_key,"
+            " now() - interval '100 days' as received_at",
+        )
+        seed_events(conn, "select 's' as source, 'new' as idempotency_key")
+        conn.commit()
         row = conn.execute(
-            "select events_deleted, deliveries_deleted, attempts_deleted"
-            " from inbox_prune(-1, 'test', 'api')"
+            "select events_deleted, partitions_dropped -> 0 ->> 'events'"
+            " from inbox_prune(90 * 86400, 'test', 'api')"
         ).fetchone()
-        assert row == (1, 1, 1)
+        assert row == (1, "1")
         assert conn.execute("select count(*) from inbox_prunes").fetchone() == (1,)
+        assert conn.execute("select id from inbox_events").fetchall() != [(old,)]
         # The door was open for the function's call alone, even within its transaction.
-        seed_events(conn, "select 's' as source, 'k' as idempotency_key, 'b' as body")
         with pytest.raises(psycopg.errors.RaiseException, match="DELETE is not allowed"):
             conn.execute("delete from inbox_events")

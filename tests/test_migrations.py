@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -217,5 +218,61 @@ def test_0012_moves_dedupe_to_the_key_table_and_steps_down_keeping_it(
                 "insert into inbox_events (source, idempotency_key, body, body_sha256)"
                 " values ('s', 'k7', '', sha256(''))"
             )
+    _migrate.upgrade(empty_db_url)
+    assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()
+
+
+def test_0013_partitions_a_filled_log_without_rewriting_it_and_steps_down(
+    empty_db_url: str,
+) -> None:
+    """Up from 0012 on a filled log: the old tables become the first partitions as they
+    are (the same rows, the same pages), the keys still dedupe, and new writes land in the
+    new partitions; down, the three tables are plain again with every row."""
+    _migrate.upgrade(empty_db_url, "0012")
+    from inbox import InboxWriter
+
+    with InboxWriter(empty_db_url) as writer:
+        old = [writer.write("s", f"k{n}", b"b").event_id for n in range(30)]
+        writer.write("s", "k1", b"again")
+    with psycopg.connect(empty_db_url) as conn:
+        conn.execute(
+            "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome)"
+            " select event_id, received_at, 1, now(), 'processed' from inbox_keys"
+        )
+        conn.execute("delete from inbox_work where event_id <> %s", [old[0]])
+        filenode = conn.execute("select pg_relation_filenode('inbox_events')").fetchone()
+    _migrate.upgrade(empty_db_url)
+    with psycopg.connect(empty_db_url) as conn:
+        # Not rewritten: the old table is the first partition, its storage untouched.
+        assert conn.execute(
+            "select pg_relation_filenode('inbox_events_legacy'),"
+            " (select count(*) from inbox_events_legacy), (select count(*) from inbox_events)"
+        ).fetchone() == (filenode[0] if filenode else None, 30, 30)
+        assert conn.execute("select count(*) from inbox_attempts_legacy").fetchone() == (30,)
+        assert conn.execute("select count(*) from inbox_deliveries_legacy").fetchone() == (1,)
+    with psycopg.connect(empty_db_url) as conn:
+        # The first partition holds everything up to the day after tomorrow; the next ones
+        # are made ahead.
+        [(legacy_end,)] = conn.execute(
+            "select hi from inbox_partitions where suffix = 'legacy'"
+        ).fetchall()
+    with InboxWriter(empty_db_url) as writer:
+        assert not writer.write("s", "k5", b"b").is_new
+        fresh = writer.write("s", "fresh", b"b", received_at=legacy_end + timedelta(hours=1))
+    assert fresh.is_new
+    assert fresh.event_id > max(old)
+    with psycopg.connect(empty_db_url) as conn:
+        [(partition,)] = conn.execute(
+            "select tableoid::regclass::text from inbox_events where id = %s", [fresh.event_id]
+        ).fetchall()
+        assert partition.startswith("inbox_events_p")
+    _migrate.downgrade(empty_db_url, "0012")
+    with psycopg.connect(empty_db_url) as conn:
+        assert conn.execute(
+            "select relkind from pg_class where relname = 'inbox_events'"
+        ).fetchone() == ("r",)
+        assert conn.execute("select count(*) from inbox_events").fetchone() == (31,)
+        assert conn.execute("select count(*) from inbox_attempts").fetchone() == (30,)
+        assert conn.execute("select count(*) from inbox_deliveries").fetchone() == (2,)
     _migrate.upgrade(empty_db_url)
     assert _migrate.current_revision(empty_db_url) == _migrate.head_revision()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -399,3 +399,38 @@ def test_an_import_keeps_its_original_receipt_time_and_dedupes_as_usual(db_url: 
     ) == [(20,)]
     [(fresh,)] = rows(db_url, "select received_at from inbox_events where id = %s", [now.event_id])
     assert fresh > then
+
+
+def test_an_import_into_a_period_without_a_partition_makes_it_once(db_url: str) -> None:
+    """A write never fails for want of a partition: an import's period gets one (asked
+    once per partition, not per event), and one a prune dropped under a writer that knew it
+    is made again."""
+    long_ago = datetime.now(UTC).replace(microsecond=0) - timedelta(days=400)
+    with InboxWriter(db_url) as writer:
+        first = writer.write("shop", "imported-1", b"{}", received_at=long_ago)
+        writer.write("shop", "imported-2", b"{}", received_at=long_ago + timedelta(minutes=1))
+        [(partition, lo, hi)] = rows(
+            db_url,
+            "select e.tableoid::regclass::text, p.lo, p.hi from inbox_events e"
+            " join inbox_partitions p on e.tableoid::regclass::text = 'inbox_events_' || p.suffix"
+            " where e.id = %s",
+            [first.event_id],
+        )
+        assert lo <= long_ago < hi
+        assert rows(
+            db_url,
+            "select count(*) from inbox_events where tableoid::regclass::text = %s",
+            [partition],
+        ) == [(2,)]
+        # Settled and pruned: the period's partition is gone, the writer still thinks not.
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute("delete from inbox_work")
+            conn.execute("select * from inbox_prune(300 * 86400, 'test', 'api')")
+        assert rows(db_url, "select count(*) from pg_class where relname = %s", [partition]) == [
+            (0,)
+        ]
+        again = writer.write("shop", "imported-3", b"{}", received_at=long_ago)
+    assert again.is_new
+    assert rows(db_url, "select received_at from inbox_events where id = %s", [again.event_id]) == [
+        (long_ago,)
+    ]

@@ -49,7 +49,7 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
     from inbox._core import migrate as _migrate
 
     with database_url(settings, say=say) as url:
-        _migrate.upgrade(url, args.revision)
+        _migrate.upgrade(url, args.revision, retention=settings.retention)
         print(f"database at revision {_migrate.current_revision(url)}")
     return 0
 

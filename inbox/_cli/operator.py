@@ -26,7 +26,7 @@ from inbox._cli.common import (
 from inbox._cli.logs import say
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
-from inbox._operations.models import Attempt, EventDetail, HeldKey, Status
+from inbox._operations.models import Attempt, EventDetail, HeldKey, PrunedPartition, Status
 from inbox._operations.term import Cell, human_duration, paint, relative, table, use_colour
 
 __all__ = ["register"]
@@ -269,32 +269,52 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
         preview = queries.prune(url, args.older_than, minimum=minimum, dry_run=True)
         result = preview
         question = (
-            f"prune {preview.events_deleted} event(s) received before"
-            f" {preview.cutoff.isoformat(timespec='seconds')}?"
+            f"drop {len(preview.partitions_dropped)} partition(s) of the log older than"
+            f" {preview.cutoff.isoformat(timespec='seconds')}"
+            f" (~{preview.events_deleted} events)?"
         )
-        if not args.dry_run and preview.events_deleted and confirm(question, assume_yes=args.yes):
+        if (
+            not args.dry_run
+            and preview.partitions_dropped
+            and confirm(question, assume_yes=args.yes)
+        ):
             result = queries.prune(url, args.older_than, minimum=minimum, via="cli")
     if args.json:
         print_json(result.to_json())
         return 0
     when = result.cutoff.isoformat(timespec="seconds")
-    kept = f"kept {result.events_kept} older event(s) that still have work"
+    dropped = len(result.partitions_dropped)
     if args.dry_run:
         print(
-            f"dry run: prune would remove {result.events_deleted} event(s) received before"
-            f" {when}; {kept}"
+            f"dry run: prune would drop {dropped} partition(s) older than {when}"
+            f" (~{result.events_deleted} events)"
         )
     elif result.dry_run:  # nothing to remove, or the operator said no
-        print(
-            f"nothing removed (received before {when}: {result.events_deleted} removable); {kept}"
-        )
+        print(f"nothing removed (older than {when}: {dropped} partition(s) could go)")
     else:
         print(
-            f"removed {result.events_deleted} event(s) received before {when}"
-            f" ({result.deliveries_deleted} deliveries, {result.attempts_deleted} attempts);"
-            f" {kept}; audit record {result.audit_id}"
+            f"dropped {dropped} partition(s) older than {when}: ~{result.events_deleted}"
+            f" events, ~{result.deliveries_deleted} deliveries, ~{result.attempts_deleted}"
+            f" attempts; audit record {result.audit_id}"
         )
+    for part in result.partitions_dropped:
+        print(f"  {'would drop' if result.dry_run else 'dropped'} {_period(part)}")
+    for part in result.partitions_kept:
+        why = (
+            "busy (a query held it; the next prune takes it)"
+            if part.busy
+            else f"{part.unsettled} event(s) still have work (pending, retrying or dead)"
+        )
+        print(f"  kept {_period(part)}: {why}")
+    if result.keys_deleted:
+        print(f"  {result.keys_deleted} key(s) older than [retention] keys_days removed")
     return 0
+
+
+def _period(part: PrunedPartition) -> str:
+    start = "the start" if part.start is None else part.start.date().isoformat()
+    events = "" if part.events is None else f", ~{part.events} events"
+    return f"{part.partition} ({start} to {part.end.date().isoformat()}{events})"
 
 
 def register(commands: Any) -> None:
@@ -341,12 +361,16 @@ def register(commands: Any) -> None:
     show.set_defaults(handler=_events_show)
 
     prune = commands.add_parser(
-        "prune", help="remove old settled events (audited; never pending, retrying or dead)"
+        "prune",
+        help="drop the log's partitions older than a cutoff (audited; a partition with"
+        " pending, retrying or dead events is kept whole)",
     )
     prune.add_argument(
         "--older-than", type=_duration, required=True, help="e.g. 90d (minimum: 7d by default)"
     )
-    prune.add_argument("--dry-run", action="store_true", help="count, change nothing")
+    prune.add_argument(
+        "--dry-run", action="store_true", help="list the partitions it would drop; change nothing"
+    )
     prune.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     prune.add_argument("--json", action="store_true", help="machine-readable output")
     prune.set_defaults(handler=_prune)

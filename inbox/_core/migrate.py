@@ -15,6 +15,8 @@ from alembic.util import CommandError
 from alembic import command
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
+from inbox._core.sections import RetentionSettings
+from inbox._core.sql import load_queries
 
 __all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
 
@@ -49,9 +51,34 @@ def _translated(action: str) -> Iterator[None]:
         raise DatabaseUnavailableError(f"{action}: database unavailable: {exc.orig}") from exc
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "head", retention: RetentionSettings | None = None) -> None:
+    """Migrate to ``revision``; at the head, also hand the database ``retention`` (the
+    partition period and the minimum it enforces; None: leave what it has) and make sure
+    of the log's partitions ahead."""
     with _translated(f"upgrading the schema to {revision}"):
         command.upgrade(_config(url), revision)
+    if revision == "head":
+        _keep(url, retention)
+
+
+def _keep(url: str, retention: RetentionSettings | None) -> None:
+    import psycopg
+
+    queries = load_queries("inbox.sql", "retention.sql")
+    with (
+        translate_driver_errors("setting how the log is kept"),
+        psycopg.connect(url, autocommit=True) as conn,
+    ):
+        if retention is not None:
+            conn.execute(
+                queries["set_retention"],
+                {
+                    "partition": retention.partition,
+                    "minimum_days": retention.minimum_days,
+                    "keys_days": retention.keys_days,
+                },
+            )
+        conn.execute(queries["ensure_partitions"])
 
 
 def downgrade(url: str, revision: str) -> None:

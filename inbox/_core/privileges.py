@@ -55,6 +55,8 @@ _ALL_TABLES = (
     "inbox_prunes",
     "inbox_workers",
     "inbox_keys",
+    "inbox_partitions",
+    "inbox_retention",
 )
 
 NEEDS: dict[str, list[Need]] = {
@@ -73,6 +75,7 @@ NEEDS: dict[str, list[Need]] = {
             "inbox_work", "INSERT", "event_id received_at source ordering_key order_at on_dead"
         ),
         *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
+        Need("function", "inbox_partition_for(timestamptz)", None, "EXECUTE"),
     ],
     "worker": [
         # The whole row of an event, its trace context included (a handler span's link).
@@ -80,6 +83,9 @@ NEEDS: dict[str, list[Need]] = {
         *_tables("SELECT INSERT", "inbox_attempts"),
         *_tables("SELECT UPDATE DELETE", "inbox_work"),
         *_tables("SELECT INSERT UPDATE DELETE", "inbox_claims", "inbox_workers"),
+        *_tables("SELECT", "inbox_partitions"),
+        Need("function", "inbox_ensure_partitions()", None, "EXECUTE"),
+        Need("function", "inbox_partition_for(timestamptz)", None, "EXECUTE"),
     ],
     "operator": [
         *_tables("SELECT", *_ALL_TABLES),

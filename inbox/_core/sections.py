@@ -274,8 +274,15 @@ class AppSettings(_Section):
 
 class RetentionSettings(_Section):
     # `inbox prune` refuses to remove events younger than this: a pruned event can no longer
-    # be inspected or replayed (its key stays in inbox_keys, so dedupe is unaffected).
+    # be inspected or replayed (its key stays in inbox_keys, so dedupe is unaffected). The
+    # database enforces it, as `inbox db upgrade` last set it.
     minimum_days: float = Field(default=7.0, ge=1.0)
+    # The log's partitions: one per UTC day, ISO week or month. A prune drops whole ones,
+    # so this is its granularity (docs/operations.md, "Retention at scale").
+    partition: Literal["day", "week", "month"] = "week"
+    # Unset: keys are kept for good (a key delivered again, however late, is a duplicate).
+    # Set: a prune also removes keys older than this whose events are gone.
+    keys_days: float | None = Field(default=None, ge=1.0)
 
 
 class ConsoleUser(_Section):

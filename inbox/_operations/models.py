@@ -32,6 +32,7 @@ __all__ = [
     "EventSummary",
     "HeldKey",
     "PruneResult",
+    "PrunedPartition",
     "SourceStatus",
     "Status",
     "WorkState",
@@ -298,13 +299,49 @@ class Status(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class PrunedPartition(Record):
+    """A partition of the log a prune dropped (or, kept, why not)."""
+
+    partition: str
+    start: datetime | None
+    """Where its period starts (None: the first partition, from before partitions)."""
+    end: datetime
+    events: int | None = None
+    """Its events (the partition's statistics), when dropped or droppable."""
+    unsettled: int | None = None
+    """Kept: how many of its events still have work (pending, retrying or dead)."""
+    busy: bool = False
+    """Kept: a query held it past the prune's lock wait; the next prune takes it."""
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> PrunedPartition:
+        start = None if raw["from"] == "-infinity" else datetime.fromisoformat(raw["from"])
+        return cls(
+            partition=raw["partition"],
+            start=start,
+            end=datetime.fromisoformat(raw["to"]),
+            events=raw.get("events"),
+            unsettled=raw.get("unsettled"),
+            busy=bool(raw.get("busy", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PruneResult(Record):
     cutoff: datetime
     dry_run: bool
     events_deleted: int
-    """With ``dry_run``: how many would be."""
+    """With ``dry_run``: how many would be (the partitions' statistics)."""
     events_kept: int
-    """Older than the cutoff but kept: they still have work (pending, retrying or dead)."""
+    """In partitions older than the cutoff that were kept: events that still have work
+    (pending, retrying or dead), which keep their whole partition."""
     deliveries_deleted: int = 0
     attempts_deleted: int = 0
     audit_id: int | None = None
+    partitions_dropped: list[PrunedPartition] = field(default_factory=list)
+    """Whole partitions (of the log, its attempts and that period's deliveries) removed,
+    with dry_run: that would be."""
+    partitions_kept: list[PrunedPartition] = field(default_factory=list)
+    """Partitions older than the cutoff kept whole, with why."""
+    keys_deleted: int = 0
+    """Keys removed under ``[retention] keys_days`` (none by default: dedupe is permanent)."""

@@ -19,6 +19,7 @@ from inbox._operations.models import (
     EventDetail,
     EventSummary,
     HeldKey,
+    PrunedPartition,
     PruneResult,
     SourceStatus,
     WorkState,
@@ -214,25 +215,35 @@ class LogStore:
     # --- retention ----------------------------------------------------------------------
 
     def prune_preview(self, older_than_seconds: float) -> PruneResult:
-        [(cutoff, deletable, kept)] = self._rows(
+        [(cutoff, deletable, kept, dropped, held)] = self._rows(
             "prune_preview", {"older_than_seconds": older_than_seconds}
         )
-        return PruneResult(cutoff, True, int(deletable), int(kept))
+        return PruneResult(
+            cutoff,
+            True,
+            int(deletable),
+            int(kept),
+            partitions_dropped=[PrunedPartition.of(p) for p in dropped],
+            partitions_kept=[PrunedPartition.of(p) for p in held],
+        )
 
     def prune(self, older_than_seconds: float, actor: str, via: str) -> PruneResult:
-        """Delete through the audited function, the only door through the guard."""
-        [(audit_id, cutoff, events, deliveries, attempts, kept)] = self._rows(
+        """Drop through the audited function, the only door through the guard."""
+        [(audit_id, cutoff, events, deliveries, attempts, kept, dropped, held, keys)] = self._rows(
             "prune",
             {"older_than_seconds": older_than_seconds, "created_by": actor, "via": via},
         )
         return PruneResult(
             cutoff=cutoff,
             dry_run=False,
-            events_deleted=events,
-            events_kept=kept,
-            deliveries_deleted=deliveries,
-            attempts_deleted=attempts,
+            events_deleted=int(events),
+            events_kept=int(kept),
+            deliveries_deleted=int(deliveries),
+            attempts_deleted=int(attempts),
             audit_id=audit_id,
+            partitions_dropped=[PrunedPartition.of(p) for p in dropped],
+            partitions_kept=[PrunedPartition.of(p) for p in held],
+            keys_deleted=int(keys),
         )
 
 

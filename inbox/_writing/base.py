@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypedDict, TypeVar, get_args
 
-from inbox._core.errors import InboxError
+from inbox._core.errors import InboxError, MigrationError
 from inbox._core.logs import get_logger
 from inbox._core.tracing import current_trace_context
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
+    KnownPartitions,
     NotifyCoalescer,
     WriteRequest,
     WriteResult,
@@ -133,6 +134,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         self._pool: PoolT = pool
         self._notify: NotifyMode = notify
         self._coalescer = NotifyCoalescer(notify_interval_seconds)
+        self._partitions = KnownPartitions()
         self._init_io()
 
     @abstractmethod
@@ -205,6 +207,22 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
             trace_context=current_trace_context(),
         )
         return PlannedWrite(params, in_callers_txn)
+
+    def _partition_wanted(self, plan: PlannedWrite) -> datetime | None:
+        """The receipt time of an import whose partition the writer has not been told of
+        (a write at the database's now() finds the ones made ahead)."""
+        at: datetime | None = plan.params["received_at"]
+        return None if at is None or self._partitions.covers(at) else at
+
+    def _no_partition(self, params: Mapping[str, Any]) -> MigrationError:
+        """A write joined to a caller's transaction met a missing partition: that
+        transaction is aborted, and only the caller can try again."""
+        at = params["received_at"] or "now"
+        return MigrationError(
+            f"writing {params['source']}:{params['key']}: no partition of the log holds"
+            f" receipt time {at}; `inbox db upgrade` and running workers make them ahead,"
+            " and a write on the writer's own pool makes a missing one"
+        )
 
     def _owes_wake_up(self, plan: PlannedWrite, result: WriteResult) -> bool:
         """Whether a NOTIFY is owed after the write committed: a new event whose statement

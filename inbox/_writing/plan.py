@@ -16,10 +16,12 @@ from inbox._core.sql import load_queries
 from inbox._core.tracing import NO_TRACE_CONTEXT, TraceContext
 
 __all__ = [
+    "KnownPartitions",
     "NotifyCoalescer",
     "WriteRequest",
     "WriteResult",
     "group_params",
+    "missing_partition",
     "owned_pool_options",
     "prepare_write",
     "read_result",
@@ -40,6 +42,7 @@ INSERT_EVENT: LiteralString = QUERIES["insert_event"]
 INSERT_EVENTS: LiteralString = QUERIES["insert_events"]
 RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
+PARTITION_FOR: LiteralString = QUERIES["partition_for"]
 PING: LiteralString = QUERIES["ping"]
 
 
@@ -282,6 +285,36 @@ class NotifyCoalescer:
             self._trailing_due = None
             self._last_sent = now
             return True
+
+
+class KnownPartitions:
+    """The receipt-time ranges a writer has been told the log has partitions for, so that
+    an import (which names its receipt time) asks the database once per partition, not once
+    per event. Forgotten when a write finds its partition gone (a prune dropped it).
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self._ranges: list[tuple[datetime, datetime]] = []
+        self._lock = threading.Lock()
+
+    def covers(self, at: datetime) -> bool:
+        with self._lock:
+            return any(lo <= at < hi for lo, hi in self._ranges)
+
+    def add(self, lo: datetime, hi: datetime) -> None:
+        with self._lock:
+            self._ranges.append((lo, hi))
+
+    def forget(self) -> None:
+        with self._lock:
+            self._ranges.clear()
+
+
+def missing_partition(exc: BaseException) -> bool:
+    """Whether a write failed because no partition of the log holds its receipt time."""
+    diag = getattr(exc, "diag", None)
+    message = getattr(diag, "message_primary", None) or ""
+    return getattr(exc, "sqlstate", None) == "23514" and message.startswith("no partition of")
 
 
 def owned_pool_options(

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
 from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
-from inbox._writing.plan import NOTIFY_WORK, PING, WriteRequest, WriteResult, read_result
+from inbox._writing.plan import (
+    NOTIFY_WORK,
+    PARTITION_FOR,
+    PING,
+    WriteRequest,
+    WriteResult,
+    missing_partition,
+    read_result,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -57,7 +65,18 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
     def _write(self, request: WriteRequest, conn: psycopg.Connection[Any] | None) -> WriteResult:
         plan = self._plan(request, conn)
         with translate_driver_errors(f"writing {request.source}:{request.key}"):
-            result = self._write_one(plan.params) if conn is None else self._run(conn, plan.params)
+            at = self._partition_wanted(plan)
+            if at is not None:
+                self._partition_for(at)
+            if conn is None:
+                result = self._write_one(plan.params)
+            else:
+                try:
+                    result = self._run(conn, plan.params)
+                except Exception as exc:
+                    if missing_partition(exc):
+                        raise self._no_partition(plan.params) from exc
+                    raise
         if self._owes_wake_up(plan, result):
             self._after_commit()
         return result
@@ -73,12 +92,32 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
             conn.execute(PING)
 
     def _write_one(self, params: dict[str, Any]) -> WriteResult:
-        """One write on a connection of the pool, committed."""
+        """One write on a connection of the pool, committed; when no partition of the log
+        holds its receipt time (a prune dropped one the writer knew, or none was made ahead),
+        the partition is made and the write goes again."""
+        try:
+            return self._write_own(params)
+        except Exception as exc:
+            if not missing_partition(exc):
+                raise
+        self._partitions.forget()
+        self._partition_for(params["received_at"])
+        return self._write_own(params)
+
+    def _write_own(self, params: dict[str, Any]) -> WriteResult:
         with self._pool.connection() as own:
             result = self._run(own, params)
             if not own.autocommit:
                 own.commit()
         return result
+
+    def _partition_for(self, at: Any) -> None:
+        with self._pool.connection() as own:
+            row = own.execute(PARTITION_FOR, {"at": at}).fetchone()
+            if not own.autocommit:
+                own.commit()
+        if row is not None:
+            self._partitions.add(row[0], row[1])
 
     def _run(self, conn: psycopg.Connection[Any], params: dict[str, Any]) -> WriteResult:
         from psycopg.rows import tuple_row

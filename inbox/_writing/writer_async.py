@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
 from inbox._writing.base import WriterBase, WriterOptions, log, rounds_exhausted, write_rounds
-from inbox._writing.plan import NOTIFY_WORK, PING, WriteRequest, WriteResult, read_result
+from inbox._writing.plan import (
+    NOTIFY_WORK,
+    PARTITION_FOR,
+    PING,
+    WriteRequest,
+    WriteResult,
+    missing_partition,
+    read_result,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -112,8 +120,17 @@ class AsyncInboxWriter(
     ) -> WriteResult:
         plan = self._plan(request, conn)
         with translate_driver_errors(f"writing {request.source}:{request.key}"):
+            at = self._partition_wanted(plan)
+            if at is not None:
+                await self.open()
+                await self._partition_for(at)
             if conn is not None:
-                result = await self._run(conn, plan.params)
+                try:
+                    result = await self._run(conn, plan.params)
+                except Exception as exc:
+                    if missing_partition(exc):
+                        raise self._no_partition(plan.params) from exc
+                    raise
             else:
                 await self.open()
                 if plan.notifies_in_statement:
@@ -137,12 +154,31 @@ class AsyncInboxWriter(
                 await conn.execute(PING)
 
     async def _write_one(self, params: dict[str, Any]) -> WriteResult:
-        """One write on a connection of the pool, committed."""
+        """One write on a connection of the pool, committed; when no partition of the log
+        holds its receipt time, it is made and the write goes again (see InboxWriter)."""
+        try:
+            return await self._write_own(params)
+        except Exception as exc:
+            if not missing_partition(exc):
+                raise
+        self._partitions.forget()
+        await self._partition_for(params["received_at"])
+        return await self._write_own(params)
+
+    async def _write_own(self, params: dict[str, Any]) -> WriteResult:
         async with self._pool.connection() as own:
             result = await self._run(own, params)
             if not own.autocommit:
                 await own.commit()
         return result
+
+    async def _partition_for(self, at: Any) -> None:
+        async with self._pool.connection() as own:
+            row = await (await own.execute(PARTITION_FOR, {"at": at})).fetchone()
+            if not own.autocommit:
+                await own.commit()
+        if row is not None:
+            self._partitions.add(row[0], row[1])
 
     async def _run(self, conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> WriteResult:
         from psycopg.rows import tuple_row

@@ -176,7 +176,12 @@ select e.id, e.source, e.idempotency_key, e.event_type, e.received_at, length(e.
        w.replay_id as queued_replay_id
 from unnest(%(ids)s::bigint[]) with ordinality as wanted(id, position)
 join inbox_keys k on k.event_id = wanted.id
-join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+cross join lateral (
+    -- Each event in its own partition (see event_by_id).
+    select e.* from inbox_events e
+    where e.id = k.event_id and e.received_at = k.received_at
+    offset 0
+) as e
 left join inbox_work w on w.event_id = e.id
 left join lateral (
     select a.outcome, a.finished_at, a.error_class || ': ' || a.error_message as error
@@ -189,18 +194,32 @@ order by wanted.position
 
 -- name: event_by_id
 -- traceparent: the receipt's trace, shown so an operator can open it in a trace viewer.
--- The key table gives the event's receipt time, which takes the lookup to its partition.
-select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at, e.headers,
-       e.body, e.body_sha256, e.traceparent
+-- The key table gives the event's receipt time, which takes the lookup to its partition:
+-- the probe of the log is a subquery run with the key's values (OFFSET 0 keeps it so), so
+-- every other partition is pruned when it runs. As a join, the planner takes the id from
+-- the constant and checks the receipt time after the fact, probing every partition.
+select e.*
 from inbox_keys k
-join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+cross join lateral (
+    select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at,
+           e.headers, e.body, e.body_sha256, e.traceparent
+    from inbox_events e
+    where e.id = k.event_id and e.received_at = k.received_at
+    offset 0
+) as e
 where k.event_id = %(id)s::bigint
 
 -- name: event_by_key
-select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at, e.headers,
-       e.body, e.body_sha256, e.traceparent
+-- As event_by_id, from the key.
+select e.*
 from inbox_keys k
-join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+cross join lateral (
+    select e.id, e.source, e.idempotency_key, e.event_type, e.verifier, e.received_at,
+           e.headers, e.body, e.body_sha256, e.traceparent
+    from inbox_events e
+    where e.id = k.event_id and e.received_at = k.received_at
+    offset 0
+) as e
 where k.source = %(source)s::text and k.idempotency_key = %(key)s::text
 
 -- name: search_events
@@ -242,7 +261,10 @@ found as (
 select found.event_id
 from found
 where exists (
-    select from inbox_events e where e.id = found.event_id and e.received_at = found.received_at
+    -- Probed with each key's values, in its partition alone (as in event_by_id).
+    select from inbox_events e
+    where e.id = found.event_id and e.received_at = found.received_at
+    offset 0
 )
 order by found.event_id desc
 limit %(limit)s::bigint
@@ -292,7 +314,12 @@ order by r.id desc
 -- event's, so an identical one is the event's own body.
 select coalesce(d.body, e.body)
 from inbox_keys k
-join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+cross join lateral (
+    -- The event in its own partition (see event_by_id).
+    select e.body from inbox_events e
+    where e.id = k.event_id and e.received_at = k.received_at
+    offset 0
+) as e
 join inbox_deliveries d on d.event_id = k.event_id and d.received_at >= k.received_at
 where k.event_id = %(event_id)s::bigint and d.id = %(delivery_id)s::bigint
 
@@ -300,13 +327,14 @@ where k.event_id = %(event_id)s::bigint and d.id = %(delivery_id)s::bigint
 -- What a prune would remove, and what it keeps because work remains (pending, retrying or
 -- dead events are never pruned). Through a SECURITY DEFINER function (migration 0006), so
 -- the retention role needs no read access to the log.
-select cutoff, deletable, kept
+select cutoff, deletable, kept, partitions_dropped, partitions_kept
 from inbox_prune_preview(%(older_than_seconds)s::float8)
 
 -- name: prune
 -- The one door through the append-only guard: inbox_prune (migration 0006) deletes and
 -- writes the audit row in one statement, as the tables' owner.
-select audit_id, cutoff, events_deleted, deliveries_deleted, attempts_deleted, events_kept
+select audit_id, cutoff, events_deleted, deliveries_deleted, attempts_deleted, events_kept,
+       partitions_dropped, partitions_kept, keys_deleted
 from inbox_prune(%(older_than_seconds)s::float8, %(created_by)s::text, %(via)s::text)
 
 -- name: prunes

@@ -158,6 +158,12 @@ delivered as (
 )
 select event_id, false as is_new from known
 
+-- name: partition_for
+-- The range of the log's partition that holds receipt time %(at)s (null: now), made if
+-- missing: what a writer asks before an import (which names its receipt time) and after a
+-- write that found none. Partitions are made ahead by the workers and `inbox db upgrade`.
+select lo, hi from inbox_partition_for(coalesce(%(at)s::timestamptz, now()))
+
 -- name: notify_work
 -- A payload-free hint: the work table is the truth, a notification only says "look now".
 select pg_notify('inbox_work', '')

@@ -25,6 +25,7 @@ select t.event_id,
            select from inbox_attempts a
            where a.event_id = t.event_id and a.received_at = k.received_at
              and a.outcome = 'processed'
+           offset 0
        ) as processed
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
 join inbox_keys k on k.event_id = t.event_id
@@ -63,7 +64,14 @@ select t.event_id,
        %(required_version)s::text
 from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
 join inbox_keys k on k.event_id = t.event_id
-join inbox_events e on e.id = k.event_id and e.received_at = k.received_at
+cross join lateral (
+    -- Each event in its own partition (OFFSET 0 keeps the probe a subquery run with the
+    -- key's receipt time, which prunes the others).
+    select e.received_at, e.source, e.ordering_key, e.order_at, e.on_dead
+    from inbox_events e
+    where e.id = k.event_id and e.received_at = k.received_at
+    offset 0
+) as e
 on conflict (event_id) do update
     set state = 'pending',
         priority = case when inbox_work.ordering_key is null then excluded.priority

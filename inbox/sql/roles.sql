@@ -24,11 +24,14 @@ $$
 -- name: reset
 revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-              {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys
+              {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
+              {schema}.inbox_partitions, {schema}.inbox_retention
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
-                       {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb)
+                       {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
+                       {schema}.inbox_partition_for(timestamptz),
+                       {schema}.inbox_ensure_partitions()
     from {receiver}, {worker}, {operator}, {retention}
 
 -- name: schema
@@ -55,7 +58,10 @@ grant insert (id, received_at, source, idempotency_key, event_type, verifier, he
     on {schema}.inbox_events to {receiver};
 grant insert (event_id, received_at, source, ordering_key, order_at, on_dead)
     on {schema}.inbox_work to {receiver};
-grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver}
+grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver};
+-- An import names its receipt time, whose partition of the log it may have made (nothing
+-- else: the function only creates the empty partitions of one period).
+grant execute on function {schema}.inbox_partition_for(timestamptz) to {receiver}
 
 -- name: worker
 -- Reads events (their trace context included: a handler's span links to its receipt);
@@ -67,7 +73,11 @@ grant select on {schema}.inbox_events, {schema}.inbox_attempts to {worker};
 grant select, update, delete on {schema}.inbox_work to {worker};
 grant select, insert, update, delete on {schema}.inbox_claims to {worker};
 grant insert on {schema}.inbox_attempts to {worker};
-grant select, insert, update, delete on {schema}.inbox_workers to {worker}
+grant select, insert, update, delete on {schema}.inbox_workers to {worker};
+-- It keeps the log's partitions made a few periods ahead (and may make a missing one).
+grant execute on function {schema}.inbox_ensure_partitions(),
+                          {schema}.inbox_partition_for(timestamptz) to {worker};
+grant select on {schema}.inbox_partitions to {worker}
 
 -- name: operator
 -- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
@@ -75,7 +85,8 @@ grant select, insert, update, delete on {schema}.inbox_workers to {worker}
 -- letter (`inbox dead skip`) deletes work only through the audited inbox_dead_skip.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
-                {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys
+                {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
+                {schema}.inbox_partitions, {schema}.inbox_retention
     to {operator};
 grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id,
                       required_version)

@@ -114,8 +114,17 @@ from (
     limit %(batch_size)s
     for update skip locked
 ) as w
--- The event's receipt time takes the probe to its partition of the log.
-join inbox_events e on e.id = w.event_id and e.received_at = w.received_at
+cross join lateral (
+    -- Each claimed event from its own partition of the log: the probe runs with the work
+    -- row's receipt time (OFFSET 0 keeps it a probe), so every other partition is pruned.
+    -- As a join, a planner that counted few rows in the partitions (a young log) hashed
+    -- them all instead.
+    select e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
+           e.traceparent, e.tracestate
+    from inbox_events e
+    where e.id = w.event_id and e.received_at = w.received_at
+    offset 0
+) as e
 order by w.priority, w.run_at, w.event_id
 )
 union all
@@ -146,7 +155,14 @@ from (
     limit 1
     for update of w skip locked
 ) as s
-join inbox_events e on e.id = s.event_id and e.received_at = s.received_at
+cross join lateral (
+    -- The event from its own partition (see claim_batch).
+    select e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
+           e.traceparent, e.tracestate
+    from inbox_events e
+    where e.id = s.event_id and e.received_at = s.received_at
+    offset 0
+) as e
 
 -- name: next_due
 -- Seconds until the earliest pending event that is not due yet (null: none), so an idle
@@ -335,6 +351,26 @@ select e.source,
            where w.state = 'pending' and w.replay_id is null and w.run_at <= now()
        )), 0)::float8 as oldest_pending_seconds
 from inbox_work w
-join inbox_events e on e.id = w.event_id and e.received_at = w.received_at
+cross join lateral (
+    -- Each row's source from its event's own partition (see claim_batch).
+    select e.source from inbox_events e
+    where e.id = w.event_id and e.received_at = w.received_at
+    offset 0
+) as e
 group by e.source
 order by e.source
+
+-- name: log_gauges
+-- The log's partitions, as a worker's /metrics shows them: how many, where the oldest
+-- begins (null while the first one is the table from before partitions, which holds
+-- everything before it), and how big the permanent key table is.
+select count(*)::integer,
+       extract(epoch from min(lo) filter (where lo > '-infinity'))::float8,
+       bool_or(lo = '-infinity'),
+       pg_total_relation_size('inbox_keys')::bigint
+from inbox_partitions
+
+-- name: ensure_partitions
+-- The log's partitions from now to a few periods ahead (inbox_ensure_partitions): a worker
+-- makes sure of them when it starts and every hour. How many it made.
+select inbox_ensure_partitions()

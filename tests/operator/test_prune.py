@@ -45,11 +45,14 @@ def _old_event(conn: psycopg.Connection, key: str, days: int, work: str | None) 
 
 @pytest.fixture
 def aged(db_url: str) -> dict[str, int]:
+    """Events in three old weeks' partitions and a recent one: the oldest settled, the next
+    with a pending and a dead event (so its partition is kept whole)."""
     with psycopg.connect(db_url) as conn:
         return {
-            "old_done": _old_event(conn, "old-done", 100, None),
+            "old_done": _old_event(conn, "old-done", 120, None),
             "old_pending": _old_event(conn, "old-pending", 100, "pending"),
             "old_dead": _old_event(conn, "old-dead", 100, "dead"),
+            "old_settled_beside": _old_event(conn, "old-settled-beside", 100, None),
             "recent_done": _old_event(conn, "recent-done", 5, None),
         }
 
@@ -70,12 +73,14 @@ def test_prune_refuses_the_minimum_window_and_changes_nothing(
     assert scalar(db_url, "select count(*) from inbox_prunes") == 0
 
 
-def test_prune_removes_only_old_settled_events_and_audits_it(
+def test_prune_drops_only_whole_settled_partitions_and_audits_it(
     db_url: str, aged: dict[str, int]
 ) -> None:
     dry = inbox(db_url, "prune", "--older-than", "90d", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
-    assert json.loads(dry.stdout)["events_deleted"] == 1
+    preview = json.loads(dry.stdout)
+    assert preview["events_deleted"] == 1
+    assert [p["unsettled"] for p in preview["partitions_kept"]] == [2]
     assert _events(db_url) == set(aged.values())
 
     done = inbox(db_url, "prune", "--older-than", "90d", "--yes", "--json")
@@ -83,15 +88,31 @@ def test_prune_removes_only_old_settled_events_and_audits_it(
     result = json.loads(done.stdout)
     assert (result["events_deleted"], result["deliveries_deleted"]) == (1, 1)
     assert (result["attempts_deleted"], result["events_kept"]) == (1, 2)
-    # Pending and dead events are never pruned, however old; recent ones are kept.
+    [dropped] = result["partitions_dropped"]
+    [kept] = result["partitions_kept"]
+    # The partition holding a pending and a dead event is kept whole: the settled event
+    # beside them too (never half-deleted); recent ones are not old enough.
+    assert kept["unsettled"] == 2
     assert _events(db_url) == set(aged.values()) - {aged["old_done"]}
     [audit] = rows(
         db_url,
-        "select id, events_deleted, events_kept, older_than_seconds, created_by from inbox_prunes",
+        "select id, events_deleted, events_kept, older_than_seconds, created_by,"
+        " partitions_dropped -> 0 ->> 'partition', partitions_kept -> 0 ->> 'unsettled'"
+        " from inbox_prunes",
     )
     assert audit[0] == result["audit_id"]
     assert audit[1:4] == (1, 2, 90 * 86400.0)
     assert "@" in str(audit[4])
+    assert audit[5:] == (dropped["partition"], "2")
+    # The whole partitions went: no table of that period is left behind.
+    assert (
+        scalar(
+            db_url,
+            "select count(*) from pg_class where relname like %s",
+            [f"%_{dropped['partition']}"],
+        )
+        == 0
+    )
 
     # The door closed with the prune's transaction: ordinary deletes are refused again.
     with psycopg.connect(db_url) as conn:
@@ -112,7 +133,18 @@ def test_prune_removes_only_old_settled_events_and_audits_it(
 
 def test_prune_through_the_api_on_a_caller_connection(db_url: str, aged: dict[str, int]) -> None:
     with psycopg.connect(db_url, autocommit=True) as conn:
-        result = prune(conn, timedelta(days=4), minimum=timedelta(days=3), actor="cron@host")
-    assert (result.events_deleted, result.events_kept) == (2, 2)
-    assert _events(db_url) == {aged["old_pending"], aged["old_dead"]}
+        result = prune(conn, timedelta(days=90), actor="cron@host")
+    assert (result.events_deleted, result.events_kept) == (1, 2)
+    assert _events(db_url) == set(aged.values()) - {aged["old_done"]}
     assert rows(db_url, "select created_by from inbox_prunes") == [("cron@host",)]
+
+
+def test_the_database_holds_the_minimum_whatever_the_caller_passes(
+    db_url: str, aged: dict[str, int]
+) -> None:
+    with pytest.raises(RefusedError, match="minimum retention of 7 days"):
+        prune(db_url, timedelta(days=4), minimum=timedelta(days=3))
+    with psycopg.connect(db_url) as conn, pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute("select * from inbox_prune(4 * 86400, 'me', 'api')")
+    assert _events(db_url) == set(aged.values())
+    assert scalar(db_url, "select count(*) from inbox_prunes") == 0

@@ -24,6 +24,8 @@ from inbox.testing import new_database
 
 EVENTS = 20_000
 BIG_TABLES = {"inbox_events", "inbox_attempts", "inbox_deliveries", "inbox_keys"}
+# A partition this small (16 pages) may be read whole: its scans are not counted.
+SMALL_PARTITION_BYTES = 16 * 8192
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +54,47 @@ def _plans(url: str, call: Callable[[psycopg.Connection[Any]], object]) -> list[
             conn.execute(statement)  # type: ignore[arg-type]
         conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
         call(conn)
-    plans = [json.loads(n[n.index("{") :])["Plan"] for n in notices if "plan:" in n]
-    assert plans, "auto_explain reported no plan"
+        plans = [json.loads(n[n.index("{") :])["Plan"] for n in notices if "plan:" in n]
+        assert plans, "auto_explain reported no plan"
+        _name_the_roots(conn, plans)
     return plans
 
 
+def _name_the_roots(conn: psycopg.Connection[Any], plans: list[dict[str, Any]]) -> None:
+    """A partition's scan, and its index, by the names of the log's table and index; the
+    scan of a partition of a few pages (one made ahead, empty; the deliveries of a quiet
+    week) is marked: the planner rightly reads so little whole."""
+    nodes = [n for plan in plans for n in _nodes(plan)]
+    names = sorted(
+        {n[k] for n in nodes for k in ("Relation Name", "Index Name") if n.get(k) is not None}
+    )
+    roots = {
+        name: (root, empty)
+        for name, root, empty in conn.execute(  # type: ignore[arg-type]
+            "select n, coalesce(pg_partition_root(to_regclass(n))::text, n),"
+            " pg_relation_size(to_regclass(n)) < %s"
+            " from unnest(%s::text[]) as n",
+            [SMALL_PARTITION_BYTES, names],
+        ).fetchall()
+    }
+    for node in nodes:
+        if node.get("Relation Name") is not None:
+            node["Small Partition"] = roots[node["Relation Name"]][1]
+        for key in ("Relation Name", "Index Name"):
+            if node.get(key) is not None:
+                node[key] = roots[node[key]][0]
+
+
 def _scans(plans: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
-    """(node type, relation, index) of every scan of the big tables."""
-    return [
+    """(node type, relation, index) of the scans of the big tables, each once (a partition's
+    scan by the log's names: several partitions read alike count as one)."""
+    found = [
         (n["Node Type"], n["Relation Name"], n.get("Index Name"))
         for plan in plans
         for n in _nodes(plan)
-        if n.get("Relation Name") in BIG_TABLES
+        if n.get("Relation Name") in BIG_TABLES and not n.get("Small Partition")
     ]
+    return list(dict.fromkeys(found))
 
 
 CALLS: dict[str, Callable[[psycopg.Connection[Any]], object]] = {
@@ -124,18 +154,17 @@ def test_the_overview_counts_a_day_of_events_from_the_index(filled_url: str) -> 
 def test_the_events_page_walks_the_primary_key_backwards(filled_url: str) -> None:
     plans = _plans(filled_url, CALLS["events, deep page by cursor"])
     [select, *_] = plans
-    events = [n for n in _nodes(select) if n.get("Relation Name") == "inbox_events"]
-    assert [(n["Index Name"], n["Scan Direction"]) for n in events] == [
+    # each partition's primary key, walked backwards (merged, newest first)
+    assert {(n["Index Name"], n["Scan Direction"]) for n in _events(select)} == {
         ("inbox_events_pkey", "Backward")
-    ]
+    }
 
 
 def test_a_source_s_page_walks_that_source_s_index(filled_url: str) -> None:
     [select, *_] = _plans(filled_url, CALLS["events, source and type glob"])
-    events = [n for n in _nodes(select) if n.get("Relation Name") == "inbox_events"]
-    assert [(n["Index Name"], n["Scan Direction"]) for n in events] == [
+    assert {(n["Index Name"], n["Scan Direction"]) for n in _events(select)} == {
         ("inbox_events_source_id", "Backward")
-    ]
+    }
 
 
 def test_dead_letters_are_found_from_the_work_table(filled_url: str) -> None:
@@ -143,5 +172,13 @@ def test_dead_letters_are_found_from_the_work_table(filled_url: str) -> None:
     relations = [n.get("Relation Name") for n in _nodes(select) if "Relation Name" in n]
     # the work table drives; the log is only probed by id for each dead letter
     assert relations[0] == "inbox_work"
-    events = [n for n in _nodes(select) if n.get("Relation Name") == "inbox_events"]
-    assert all(n.get("Index Name") == "inbox_events_pkey" for n in events)
+    assert {n.get("Index Name") for n in _events(select)} == {"inbox_events_pkey"}
+
+
+def _events(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scans of the log's partitions of more than a few pages."""
+    return [
+        n
+        for n in _nodes(plan)
+        if n.get("Relation Name") == "inbox_events" and not n.get("Small Partition")
+    ]

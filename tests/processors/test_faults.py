@@ -5,6 +5,7 @@ Every scenario ends with the same check: each event's business effect happened e
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -320,3 +321,52 @@ def test_a_replay_that_requires_a_version_runs_once_on_it_through_sigkills(
         [result.replay_id],
     )
     assert replayed == [("fixed",)]
+
+
+def test_a_prune_while_events_arrive_and_drain_loses_nothing_and_doubles_nothing(
+    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """Old partitions are dropped while a writer appends and two workers drain: the new
+    events each take effect once, the old ones are gone whole, and nobody meets an error."""
+    import subprocess
+    import sys
+    import threading
+
+    from tests._log import seed_events
+
+    create_business_table(db_url)
+    with psycopg.connect(db_url) as conn:  # three old weeks, settled: prunable
+        seed_events(
+            conn,
+            "select 'old' as source, 'old-' || g as idempotency_key,"
+            " now() - make_interval(days => 120 + g %% 21) as received_at"
+            " from generate_series(1, 600) g",
+        )
+    workers.extend(
+        WorkerProcess(worker_url, tmp_path, n, FAULT_HANDLER_SLEEP_MS="2") for n in range(2)
+    )
+    wait_for(lambda: running_listeners(db_url) == 2, timeout=120, what="two workers up")
+    writing = threading.Thread(target=write_orders, args=(db_url, 1500), kwargs={"notify": True})
+    writing.start()
+    prunes = []
+    while writing.is_alive() or len(prunes) < 2:
+        prunes.append(
+            subprocess.run(
+                [sys.executable, "-m", "inbox", "prune", "--older-than", "90d", "--yes", "--json"],
+                env={**os.environ, "INBOX_DATABASE__URL": db_url},
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        )
+    writing.join()
+    assert all(p.returncode == 0 for p in prunes), [p.stderr for p in prunes]
+    wait_for(lambda: queue_is_empty(db_url), timeout=120, what="the backlog to drain")
+    for worker in workers:
+        assert worker.terminate() == 0, worker.output()
+        assert "error" not in worker.output().lower(), worker.output()
+    assert_each_effect_exactly_once(db_url, 1500)
+    assert scalar(db_url, "select count(*) from inbox_events where source = 'old'") == 0
+    dropped = scalar(db_url, "select sum(jsonb_array_length(partitions_dropped)) from inbox_prunes")
+    assert dropped >= 3

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from inbox import InboxWriter, queries
+from tests._log import seed_events
 from tests.security.conftest import Roles
 
 
@@ -93,20 +94,19 @@ def test_the_receiver_writes_new_events_and_duplicates(db_url: str, roles: Roles
 
 
 def test_prune_works_only_as_retention_and_is_audited(db_url: str, roles: Roles) -> None:
-    _seed(db_url)
-    with psycopg.connect(db_url) as conn:
-        conn.execute("delete from inbox_work")  # settled: prunable
+    with psycopg.connect(db_url) as conn:  # settled long ago: its partition is prunable
+        seed_events(
+            conn,
+            "select 'shop' as source, 'old' as idempotency_key,"
+            " now() - interval '100 days' as received_at",
+        )
     for part in ("receiver", "worker", "operator"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            queries.prune(roles.url(part), timedelta(seconds=0), minimum=timedelta(0))
-    preview = queries.prune(
-        roles.url("retention"), timedelta(seconds=0), minimum=timedelta(0), dry_run=True
-    )
+            queries.prune(roles.url(part), timedelta(days=90))
+    preview = queries.prune(roles.url("retention"), timedelta(days=90), dry_run=True)
     assert (preview.events_deleted, preview.events_kept) == (1, 0)
-    result = queries.prune(
-        roles.url("retention"), timedelta(seconds=0), minimum=timedelta(0), actor="olga"
-    )
-    assert (result.events_deleted, result.deliveries_deleted) == (1, 1)
+    result = queries.prune(roles.url("retention"), timedelta(days=90), actor="olga")
+    assert (result.events_deleted, len(result.partitions_dropped)) == (1, 1)
     with psycopg.connect(db_url) as conn:
         assert conn.execute("select count(*) from inbox_events").fetchone() == (0,)
         assert conn.execute("select created_by, events_deleted from inbox_prunes").fetchall() == [
@@ -118,3 +118,19 @@ def test_prune_works_only_as_retention_and_is_audited(db_url: str, roles: Roles)
         pytest.raises(psycopg.errors.InsufficientPrivilege),
     ):
         conn.execute("select id from inbox_prunes")
+
+
+def test_the_retention_role_cannot_go_under_the_minimum_nor_move_it(
+    db_url: str, roles: Roles
+) -> None:
+    with psycopg.connect(db_url) as conn:
+        seed_events(conn, "select 'shop' as source, 'new' as idempotency_key")
+    with psycopg.connect(roles.url("retention")) as conn:
+        # Calling the function directly, under the minimum: refused by the database.
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="minimum retention"):
+            conn.execute("select * from inbox_prune(0, 'me', 'api')")
+        conn.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("update inbox_retention set minimum_days = 1")
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute("select count(*) from inbox_events").fetchone() == (1,)

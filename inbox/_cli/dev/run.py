@@ -184,7 +184,7 @@ def _serve(
     # alembic is heavy: loaded by the commands that use it
     from inbox._core import migrate as _migrate
 
-    _migrate.upgrade(url)
+    _migrate.upgrade(url, retention=plan.settings.retention)
     apply_sql(url, plan.schema)
     app, extra = _dev_app(plan, url, base)
     worker = DevWorker(plan, args, url, guardian, stops.worker_died)
