@@ -16,6 +16,7 @@ BENCHMARKS = {
     "console": "console",
     "ordering": "ordering",
     "observability": "observability",
+    "retention": "retention",
     "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 
