@@ -185,6 +185,18 @@ def test_dev_in_an_empty_folder_runs_the_demo_and_its_banner_commands_work(
         sent = _run(send, folder)
         assert sent.returncode == 0, sent.stdout + sent.stderr
         assert "HTTP 200" in sent.stdout
+        # Other settings in the same folder name their own receiver, not this dev's.
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+        other = dev_folder / "other.toml"
+        other.write_text(
+            f'[receiver]\nport = {free}\n\n[[sources]]\nname = "demo"\nverifier = "none"\n'
+        )
+        elsewhere = _run(
+            [sys.executable, "-m", "inbox", "--config", str(other), "send", "demo"], folder
+        )
+        assert f"could not reach http://127.0.0.1:{free}/webhooks/demo" in elsewhere.stderr
 
         # The console is mounted, and its one-time link signs the user in.
         link = re.search(r"^  console +(http://\S+/login/token/\S+)", banner, re.MULTILINE)

