@@ -409,6 +409,7 @@ FUNCTIONS = (
         held bigint := 0;
         keys bigint := 0;
         audit bigint;
+        t text;
     begin
         select * into policy from inbox_retention;
         if older_than_seconds < policy.minimum_days * 86400 then
@@ -437,9 +438,16 @@ FUNCTIONS = (
                         counts := array[inbox_row_estimate('inbox_events_' || p.suffix),
                                         inbox_row_estimate('inbox_attempts_' || p.suffix),
                                         inbox_row_estimate('inbox_deliveries_' || p.suffix)];
-                        execute format('drop table %I, %I, %I', 'inbox_events_' || p.suffix,
-                                       'inbox_attempts_' || p.suffix,
-                                       'inbox_deliveries_' || p.suffix);
+                        -- Detached, not dropped: the drop, which frees the files (its time
+                        -- grows with their bytes), is inbox_drop_pruned's, in a transaction
+                        -- of its own that holds no lock of the log's.
+                        foreach t in array array['inbox_events', 'inbox_attempts',
+                                                 'inbox_deliveries'] loop
+                            execute format('alter table %I detach partition %I',
+                                           t, t || '_' || p.suffix);
+                            execute format('alter table %I rename to %I',
+                                           t || '_' || p.suffix, 'pruned_' || t || '_' || p.suffix);
+                        end loop;
                         delete from inbox_partitions ip where ip.suffix = p.suffix;
                         events := events + counts[1];
                         attempts := attempts + counts[2];
@@ -483,6 +491,31 @@ FUNCTIONS = (
     end
     $$;
 
+    -- The files of what a prune detached: their tables dropped, each in this function's
+    -- transaction, which locks only them (a prune's own transaction holds the log's locks,
+    -- and no longer than its constant part). How many tables it dropped. The prune's
+    -- caller calls it right after; one that never ran is caught up by the next prune's.
+    create function inbox_drop_pruned()
+    returns integer
+    language plpgsql
+    security definer
+    as $$
+    declare
+        t text;
+        dropped integer := 0;
+    begin
+        for t in
+            select c.relname from pg_class c
+            where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r'
+              and starts_with(c.relname, 'pruned_inbox_')
+        loop
+            execute format('drop table %I', t);
+            dropped := dropped + 1;
+        end loop;
+        return dropped;
+    end
+    $$;
+
     -- What a prune would do now, for a retention role that may read nothing else: the
     -- partitions it would drop and those it would keep, with their counts.
     drop function inbox_prune_preview(float8);
@@ -519,6 +552,7 @@ FUNCTIONS = (
     revoke execute on function inbox_prune(float8, text, text) from public;
     revoke execute on function inbox_prune_preview(float8) from public;
     revoke execute on function inbox_row_estimate(text) from public;
+    revoke execute on function inbox_drop_pruned() from public;
 
     -- SECURITY DEFINER functions run with their schema pinned, pg_temp last (0006).
     do $$
@@ -527,7 +561,8 @@ FUNCTIONS = (
     begin
         foreach f in array array['inbox_partition_for(timestamptz)', 'inbox_ensure_partitions()',
                                  'inbox_prune(float8, text, text)',
-                                 'inbox_prune_preview(float8)', 'inbox_row_estimate(text)'] loop
+                                 'inbox_prune_preview(float8)', 'inbox_row_estimate(text)',
+                                 'inbox_drop_pruned()'] loop
             execute format('alter function %s set search_path = %I, pg_temp',
                            f, current_schema());
         end loop;
@@ -551,6 +586,7 @@ def downgrade() -> None:
     drop function inbox_ensure_partitions();
     drop function inbox_partition_for(timestamptz);
     drop function inbox_row_estimate(text);
+    drop function inbox_drop_pruned();
     """
         + "".join(_unpartition_sql(table) for table in TABLES)
         + """

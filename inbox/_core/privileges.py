@@ -101,6 +101,7 @@ NEEDS: dict[str, list[Need]] = {
     "retention": [
         Need("function", "inbox_prune(float8, text, text)", None, "EXECUTE"),
         Need("function", "inbox_prune_preview(float8)", None, "EXECUTE"),
+        Need("function", "inbox_drop_pruned()", None, "EXECUTE"),
     ],
 }
 

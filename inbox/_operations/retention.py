@@ -61,6 +61,8 @@ def prune(
                 return store.prune_preview(older_than.total_seconds())
             with conn.transaction():
                 result = store.prune(older_than.total_seconds(), actor or current_actor(), via)
+            with conn.transaction():
+                store.drop_pruned()
             cutoff = result.cutoff
     except psycopg.errors.InvalidParameterValue as exc:
         # The database's own minimum ([retention] minimum_days as `inbox db upgrade` set it).

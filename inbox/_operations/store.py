@@ -227,6 +227,11 @@ class LogStore:
             partitions_kept=[PrunedPartition.of(p) for p in held],
         )
 
+    def drop_pruned(self) -> int:
+        """Drop the tables a prune detached (in the caller's transaction); how many."""
+        [(dropped,)] = self._rows("drop_pruned", {})
+        return int(dropped)
+
     def prune(self, older_than_seconds: float, actor: str, via: str) -> PruneResult:
         """Drop through the audited function, the only door through the guard."""
         [(audit_id, cutoff, events, deliveries, attempts, kept, dropped, held, keys)] = self._rows(

@@ -337,6 +337,11 @@ select audit_id, cutoff, events_deleted, deliveries_deleted, attempts_deleted, e
        partitions_dropped, partitions_kept, keys_deleted
 from inbox_prune(%(older_than_seconds)s::float8, %(created_by)s::text, %(via)s::text)
 
+-- name: drop_pruned
+-- The files of what the prune detached, freed in a transaction of their own (the prune's
+-- held the log's locks for its constant part only).
+select inbox_drop_pruned()
+
 -- name: prunes
 -- The audit trail of retention, newest first.
 select id, created_at, created_by, older_than_seconds, cutoff, events_deleted,

@@ -31,7 +31,8 @@ revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
                        {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
                        {schema}.inbox_partition_for(timestamptz),
-                       {schema}.inbox_ensure_partitions()
+                       {schema}.inbox_ensure_partitions(),
+                       {schema}.inbox_drop_pruned()
     from {receiver}, {worker}, {operator}, {retention}
 
 -- name: schema
@@ -97,9 +98,11 @@ grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, j
     to {operator}
 
 -- name: retention
--- Nothing but the audited functions: they read and delete as the owner.
+-- Nothing but the audited functions: they read and delete as the owner (the drop of what
+-- a prune detached, too).
 grant execute on function {schema}.inbox_prune(float8, text, text),
-                          {schema}.inbox_prune_preview(float8)
+                          {schema}.inbox_prune_preview(float8),
+                          {schema}.inbox_drop_pruned()
     to {retention}
 
 -- name: missing_privileges

@@ -148,3 +148,16 @@ def test_the_database_holds_the_minimum_whatever_the_caller_passes(
         conn.execute("select * from inbox_prune(4 * 86400, 'me', 'api')")
     assert _events(db_url) == set(aged.values())
     assert scalar(db_url, "select count(*) from inbox_prunes") == 0
+
+
+def test_a_prune_whose_drop_never_ran_is_caught_up_by_the_next(
+    db_url: str, aged: dict[str, int]
+) -> None:
+    # The function alone detaches: its tables wait, out of the log, for the drop.
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("select * from inbox_prune(90 * 86400, 'cron@host', 'api')")
+    waiting = "select count(*) from pg_class where relname like 'pruned\\_inbox\\_%%'"
+    assert scalar(db_url, waiting) == 3
+    assert _events(db_url) == set(aged.values()) - {aged["old_done"]}
+    prune(db_url, timedelta(days=90))
+    assert scalar(db_url, waiting) == 0
