@@ -203,10 +203,16 @@ def status(
         problems.append(
             f"oldest pending event waits {max(ages):.0f} s (over {max_age.total_seconds():g} s)"
         )
-    if processes > listeners:
+    if processes == 0:
+        warnings.append(
+            "no worker process can be seen: none runs, or none has said so for 30 s;"
+            " events are received but not processed"
+        )
+    elif processes > listeners:
         warnings.append(
             f"{processes - listeners} of {processes} worker processes have no listener"
-            " (poll only: listen = false, or the listener is reconnecting)"
+            " (they poll: listen = false, a pooled URL without [database] listen_url, or"
+            " the listener is reconnecting)"
         )
     if len(versions) > 1:
         running = ", ".join(f"{v.version} ({v.processes})" for v in versions)

@@ -144,7 +144,15 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             return 0  # stopped before it started: nothing was claimed
         require_privileges(url, "worker", "inbox worker")
         version = code_version(router, settings.app.version).version
-        worker = Worker(url, router, settings.worker, concurrency=args.concurrency, version=version)
+        worker = Worker(
+            url,
+            router,
+            settings.worker,
+            concurrency=args.concurrency,
+            version=version,
+            pooler=settings.database.pooler,
+            listen_dsn=settings.database.listen_url,
+        )
         if args.metrics_port is not None:
             worker.metrics.watch_queue(url, worker=worker.name)
         with daemon_gc():

@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage
+from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
 
 __all__ = ["QueueGauges"]
@@ -119,13 +120,18 @@ class QueueGauges(Collector):
 
     def _read(self) -> tuple[list[Row] | None, LogRow | None]:
         try:
-            with psycopg.connect(
-                self._dsn,
-                application_name=self._label,
-                connect_timeout=max(1, round(self._timeout)),
-                options=f"-c statement_timeout={int(self._timeout * 1000)}",
-                autocommit=True,
-            ) as conn:
+            with (
+                psycopg.connect(
+                    self._dsn,
+                    application_name=self._label,
+                    connect_timeout=max(1, round(self._timeout)),
+                    autocommit=True,
+                ) as conn,
+                conn.transaction(),
+            ):
+                # For the transaction only: a pooler's server session is shared.
+                timeout = {"statement_timeout": str(int(self._timeout * 1000))}
+                conn.execute(settings_statement(timeout, local=True))
                 rows = conn.execute(QUEUE_GAUGES).fetchall()
                 log_row = conn.execute(LOG_GAUGES).fetchone()
         except (psycopg.Error, OSError) as exc:

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg.types.json import JsonbBinaryLoader
 
+from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
 from processors._decide import Claimed, Decision, decide_released
 from processors._event import Event, stored_event
@@ -37,6 +38,7 @@ UNSETTLED_OF: LiteralString = QUERIES["unsettled_of"]
 REGISTER_WORKER: LiteralString = QUERIES["register_worker"]
 ENSURE_PARTITIONS: LiteralString = QUERIES["ensure_partitions"]
 WORKER_STOPPED: LiteralString = QUERIES["worker_stopped"]
+WORKER_SEEN: LiteralString = QUERIES["worker_seen"]
 
 AsyncConn = psycopg.AsyncConnection[Any]
 
@@ -259,7 +261,13 @@ class WorkStore:
     def __init__(self, version: str | None = None) -> None:
         self.version = version
 
-    async def apply_session_limits(self, conn: AsyncConn, limits: SessionLimits) -> None:
+    # Behind a transaction pooler, the session limits as one statement that opens each
+    # claim transaction (set_config(..., true)): nothing may outlive it on a shared server
+    # session. None on a direct connection, whose session keeps them (apply_session_limits).
+    per_transaction: Any = None
+
+    def limits_statement(self, conn: AsyncConn, limits: SessionLimits, *, local: bool) -> Any:
+        """One statement that sets ``limits`` for the session, or the transaction."""
         settings = {
             "statement_timeout": limits.statement_timeout_ms,
             "idle_in_transaction_session_timeout": limits.idle_in_transaction_timeout_ms,
@@ -267,13 +275,20 @@ class WorkStore:
         }
         if conn.info.server_version >= 170000:
             settings["transaction_timeout"] = limits.transaction_timeout_ms
-        for name, value in settings.items():
-            await conn.execute("select set_config(%s, %s, false)", [name, f"{value}ms"])
+        return settings_statement({k: f"{v}ms" for k, v in settings.items()}, local=local)
+
+    async def apply_session_limits(self, conn: AsyncConn, limits: SessionLimits) -> None:
+        await conn.execute(self.limits_statement(conn, limits, local=False))
         await conn.commit()
+
+    async def _open_transaction(self, conn: AsyncConn) -> None:
+        if self.per_transaction is not None:
+            await conn.execute(self.per_transaction)
 
     async def claim_suspect(self, conn: AsyncConn) -> list[ClaimedEvent]:
         """Open the claim transaction and lock one suspect (an event whose earlier claim
         never settled), if there is one."""
+        await self._open_transaction(conn)
         cursor = _claim_cursor(conn)
         await cursor.execute(CLAIM_SUSPECT, {"version": self.version})
         return [_claimed_event(row) for row in await cursor.fetchall()]
@@ -293,6 +308,7 @@ class WorkStore:
         trip, look for a suspect and run ``then`` (the batch's savepoint), so a woken worker
         reaches its first handler sooner."""
         async with conn.pipeline():
+            await self._open_transaction(conn)
             suspects = conn.cursor(row_factory=tuple_row)
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT, {"version": self.version})
@@ -393,8 +409,13 @@ class WorkStore:
             params = {"name": name, "version": self.version, "started_at": started_at}
             await conn.execute(REGISTER_WORKER, params)
 
+    async def worker_seen(self, conn: AsyncConn, name: str, started_at: datetime) -> None:
+        """The heartbeat of a running worker process (autocommit connection)."""
+        await conn.execute(WORKER_SEEN, {"name": name, "started_at": started_at})
+
     async def unsettled(self, conn: AsyncConn, event_ids: Sequence[int]) -> set[int]:
         """Which of these events a lost COMMIT did not settle."""
+        await self._open_transaction(conn)
         cursor = conn.cursor(row_factory=tuple_row)
         await cursor.execute(UNSETTLED_OF, {"event_ids": list(event_ids)})
         return {int(row[0]) for row in await cursor.fetchall()}

@@ -22,6 +22,7 @@ import psycopg
 
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
+from inbox._core.pooler import PoolerMode, behind_pooler, connect_kwargs
 from inbox._core.settings import WorkerSettings
 from processors._batch import BatchRunner
 from processors._decide import (
@@ -53,6 +54,8 @@ MAX_BATCH = 256
 # How often a worker makes sure the log's partitions are made ahead (they are made weeks
 # ahead; a writer also makes a missing one).
 PARTITIONS_CHECK_SECONDS = 3600.0
+# How often a worker process says it runs (operators count it running for 30 s after).
+HEARTBEAT_SECONDS = 10.0
 
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
@@ -82,6 +85,10 @@ class Worker:
     ``run()`` returns after a graceful stop: claiming stops, the current batches finish (the
     events they have not started are released unrun) and commit, within ``grace_seconds``;
     past that, they are cancelled and roll back whole.
+
+    ``pooler`` says whether ``dsn`` goes through a transaction pooler (inbox._core.pooler):
+    if so, no statement is prepared, the session limits are set in each claim transaction,
+    and the listener connects to ``listen_dsn`` (a direct URL), or the worker only polls.
     """
 
     def __init__(
@@ -95,10 +102,15 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         grace_seconds: float | None = None,
         version: str | None = None,
+        pooler: PoolerMode = "auto",
+        listen_dsn: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._dsn = dsn
+        self._pooled = behind_pooler(pooler, dsn)
+        self._connect = connect_kwargs(self._pooled)
+        self._listen_dsn = listen_dsn or (None if self._pooled else dsn)
         self._router = router
         self._settings = settings
         self._concurrency = concurrency
@@ -149,15 +161,26 @@ class Worker:
             self._wakeup.set()
 
     async def run(self, stop: anyio.Event | None = None) -> None:
+        listen = self._settings.listen and self._listen_dsn is not None
         log.info(
             "worker_started",
             worker=self.name,
             concurrency=self._concurrency,
             batch_size=self._batch_size,
-            listen=self._settings.listen,
+            listen=listen,
+            pooled=self._pooled,
             routes=len(self._router.routes),
             version=self.version,
         )
+        if self._settings.listen and not listen:
+            log.warning(
+                "worker_polling",
+                worker=self.name,
+                reason="a transaction pooler delivers no notifications",
+                latency=f"events wait up to {self._settings.poll_interval_seconds:g} s"
+                " ([worker] poll_interval_seconds)",
+                fix="set [database] listen_url to a direct URL of the same database",
+            )
         self._wakeup = wakeup = Wakeup()
         self._gate = SuspectGate()
         self._stop_requested = stop_requested = anyio.Event()
@@ -176,9 +199,10 @@ class Worker:
                     loops_done.set()
 
         async with anyio.create_task_group() as tg:
-            if self._settings.listen:
+            if listen:
+                assert self._listen_dsn is not None
                 listener = Listener(
-                    self._dsn,
+                    self._listen_dsn,
                     wakeup,
                     self.metrics,
                     health_interval_seconds=min(self._settings.poll_interval_seconds, 5.0),
@@ -188,6 +212,7 @@ class Worker:
             for n in range(self._concurrency):
                 tg.start_soon(loop, n, wakeup)
             tg.start_soon(self._keep_partitions_ahead)
+            tg.start_soon(self._heartbeat)
             if stop is not None:
                 tg.start_soon(self._stop_when, stop)
             await stop_requested.wait()
@@ -205,7 +230,9 @@ class Worker:
         # a worker runs by its connections.
         try:
             with anyio.fail_after(5):
-                conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, autocommit=True, **self._connect
+                )
                 async with conn:
                     await self._store.register_worker(
                         conn, self.name, self._started_at, stopped=True
@@ -219,7 +246,10 @@ class Worker:
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
-                    self._dsn, autocommit=True, application_name=f"pg-inbox partitions {self.name}"
+                    self._dsn,
+                    autocommit=True,
+                    application_name=f"pg-inbox partitions {self.name}",
+                    **self._connect,
                 )
                 async with conn:
                     made = await self._store.ensure_partitions(conn)
@@ -229,6 +259,30 @@ class Worker:
                 log.warning("log_partitions_unchecked", worker=self.name, error=str(exc))
             await anyio.sleep(PARTITIONS_CHECK_SECONDS)
 
+    async def _heartbeat(self) -> None:
+        """Say that this process runs, every HEARTBEAT_SECONDS, on a connection of its own
+        (remade after a failure; the claim loops report outages)."""
+        conn: psycopg.AsyncConnection[Any] | None = None
+        try:
+            while True:
+                await anyio.sleep(HEARTBEAT_SECONDS)
+                try:
+                    if conn is None or conn.closed:
+                        conn = await psycopg.AsyncConnection.connect(
+                            self._dsn,
+                            autocommit=True,
+                            application_name=f"pg-inbox heartbeat {self.name}",
+                            **self._connect,
+                        )
+                    await self._store.worker_seen(conn, self.name, self._started_at)
+                except (psycopg.Error, OSError):
+                    if conn is not None:
+                        await conn.close()
+                    conn = None
+        finally:
+            if conn is not None:
+                await conn.close()
+
     async def _stop_when(self, stop: anyio.Event) -> None:
         await stop.wait()
         self.request_stop()
@@ -237,18 +291,27 @@ class Worker:
     async def _connections(self, n: int) -> AsyncIterator[ClaimSession]:
         worker = f"{self.name}/{n}"
         label = f"pg-inbox worker {worker}"
-        conn = await psycopg.AsyncConnection.connect(self._dsn, application_name=label)
+        conn = await psycopg.AsyncConnection.connect(
+            self._dsn, application_name=label, **self._connect
+        )
         try:
             # The claim counters need not wait for a WAL flush: they guard against a *worker*
             # dying, which loses nothing PostgreSQL has already accepted; a PostgreSQL crash
             # could lose the last few counts, costing a poison pill one more try. Skipping
             # the flush takes milliseconds off every batch's start, and so off wake latency.
             side = await psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=True, application_name=f"{label} claims"
+                self._dsn, autocommit=True, application_name=f"{label} claims", **self._connect
             )
             try:
-                await side.execute("set synchronous_commit = off")
-                await self._store.apply_session_limits(conn, self._limits)
+                if self._pooled:
+                    # A shared server session keeps nothing of ours: the limits open each
+                    # claim transaction, and the counters wait for their flush.
+                    self._store.per_transaction = self._store.limits_statement(
+                        conn, self._limits, local=True
+                    )
+                else:
+                    await side.execute("set synchronous_commit = off")
+                    await self._store.apply_session_limits(conn, self._limits)
                 # Sync handlers get a sync psycopg connection over the very same server
                 # session: the claim transaction, seen from a worker thread.
                 sync_view: psycopg.Connection[Any] = psycopg.Connection(conn.pgconn)

@@ -21,6 +21,7 @@ from typing import Any, LiteralString
 import anyio
 import psycopg
 
+from inbox._core.pooler import PoolerMode
 from inbox._core.settings import WorkerSettings
 from inbox._core.sql import load_queries
 from processors._metrics import WorkerMetrics
@@ -70,6 +71,8 @@ def run_until(
     settings: WorkerSettings | None = None,
     concurrency: int = 1,
     timeout: float = 30.0,
+    pooler: PoolerMode = "auto",
+    listen_dsn: str | None = None,
 ) -> WorkerMetrics:
     """Run a worker with ``router`` until ``condition()`` holds (e.g. an event is
     dead-lettered after its retries), then stop it gracefully; return its metrics.
@@ -77,13 +80,21 @@ def run_until(
     ``condition`` is called in a thread, again and again while the worker runs: a query
     of your database is the usual one. Raises ``TimeoutError`` when it still does not hold
     after ``timeout`` seconds. Call it from synchronous code (it runs its own event loop).
+    ``pooler`` and ``listen_dsn``: as ``Worker``'s, for a URL through a transaction pooler.
     """
 
     async def holds() -> None:
         while not await anyio.to_thread.run_sync(condition):  # noqa: ASYNC110 (as above)
             await anyio.sleep(_RECHECK_SECONDS)
 
-    worker = Worker(url, router, settings or WorkerSettings(), concurrency=concurrency)
+    worker = Worker(
+        url,
+        router,
+        settings or WorkerSettings(),
+        concurrency=concurrency,
+        pooler=pooler,
+        listen_dsn=listen_dsn,
+    )
     _run(worker, holds, timeout)
     return worker.metrics
 

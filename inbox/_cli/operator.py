@@ -91,11 +91,12 @@ def _render_status(st: Status) -> str:
         "SOURCE", "RECV 1H", "RECV 24H", "DUPS 24H", "REJECTED", "PENDING", "RETRYING",
         "DEAD", "REPLAYING", "OLDEST PENDING", "DONE/MIN",
     ]  # fmt: skip
-    verdict = (
-        paint("healthy", "green", colour)
-        if st.healthy
-        else paint("UNHEALTHY: " + "; ".join(st.problems), "red", colour)
-    )
+    if not st.healthy:
+        verdict = paint("UNHEALTHY: " + "; ".join(st.problems), "red", colour)
+    elif st.worker_processes == 0:
+        verdict = paint("no worker seen (see the warning below)", "yellow", colour)
+    else:
+        verdict = paint("healthy", "green", colour)
     lines = [f"pg-inbox status: {verdict}"]
     lines.append(table(headers, rows, colour=colour, right=range(1, 11)) if rows else "no events")
     lines.append(

@@ -2,7 +2,7 @@
 
 Owns settings (``settings``, composed of the sections' models in ``sections``) and the
 key/type spec grammar they validate (``specs``); database
-connections and their care (``db``, ``pool_care``, ``outage``); the named-SQL loader
+connections and their care (``db``, ``pool_care``, ``outage``, ``pooler``); the named-SQL loader
 (``sql``); the embedded PostgreSQL (``embedded``) and the database URL a command runs against
 (``runtime``); the error tree (``errors``); the migrations runner (``migrate``); optional
 extras (``extras``); lazy loading (``lazy``); the argparse number types both sides' commands
@@ -22,6 +22,7 @@ __all__ = [
     "migrate",
     "outage",
     "pool_care",
+    "pooler",
     "runtime",
     "sections",
     "settings",

@@ -9,17 +9,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
+from inbox._core.pooler import pooler_hint
 
 __all__ = ["translate_driver_errors"]
+
+# SQLSTATE classes of a session that failed the client rather than of a statement refused:
+# connection exceptions, invalid statement names (a prepared statement gone, as behind a
+# pooler), insufficient resources, operator intervention (shutdown, statement timeout),
+# system and internal errors.
+_UNAVAILABLE_CLASSES = frozenset({"08", "26", "53", "57", "58", "XX"})
 
 
 @contextmanager
 def translate_driver_errors(action: str) -> Iterator[None]:
     """Re-raise connection-level failures as ``DatabaseUnavailableError``.
 
-    Errors that mean "the database answered no" (constraint violations, the append-only
-    guard) stay psycopg errors: they are bugs or deliberate refusals, not outages. A missing
-    inbox table is a ``MigrationError``: the fix is ``inbox db upgrade``.
+    So are errors of the session rather than of the statement (``_UNAVAILABLE_CLASSES``):
+    a message names the error's class and, where a transaction pooler is the cause, the
+    setting that fixes it. Errors that mean "the database answered no" (constraint
+    violations, the append-only guard) stay psycopg errors: they are bugs or deliberate
+    refusals, not outages. A missing inbox table is a ``MigrationError``: the fix is
+    ``inbox db upgrade``.
     """
     import psycopg
     import psycopg_pool
@@ -39,5 +49,14 @@ def translate_driver_errors(action: str) -> Iterator[None]:
         raise DatabaseUnavailableError(
             f"{action}: no database connection available: {exc}"
         ) from exc
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnavailableError(f"{action}: database unavailable: {exc}") from exc
+    except psycopg.Error as exc:
+        unavailable = isinstance(exc, psycopg.OperationalError) or (
+            (exc.sqlstate or "")[:2] in _UNAVAILABLE_CLASSES
+        )
+        if not unavailable:
+            raise
+        hint = pooler_hint(exc)
+        raise DatabaseUnavailableError(
+            f"{action}: database unavailable: {type(exc).__name__}: {str(exc).strip()}"
+            + (f" ({hint})" if hint else "")
+        ) from exc

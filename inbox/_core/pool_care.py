@@ -20,6 +20,7 @@ from __future__ import annotations
 import select
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 import psycopg
@@ -28,6 +29,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from inbox._core.errors import DatabaseUnavailableError
 from inbox._core.logs import get_logger
 from inbox._core.outage import OUTAGE_LOG_SECONDS, Outage, describe_server
+from inbox._core.pooler import pooler_hint
 
 __all__ = ["RECONNECT_SECONDS", "AsyncPoolCare", "PoolCare"]
 
@@ -57,8 +59,11 @@ class _Care(ABC, Generic[PoolT]):
 
     pool: PoolT | None = None
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, kwargs: Mapping[str, Any] | None = None) -> None:
         self.conninfo = conninfo
+        # The pool's own connection arguments: a probe that connected otherwise could
+        # succeed where the pool fails (startup options a pooler refuses).
+        self.kwargs = {k: v for k, v in (kwargs or {}).items() if k != "connect_timeout"}
         self.server = describe_server(conninfo)
         self.outage = Outage()
 
@@ -97,8 +102,13 @@ class _Care(ABC, Generic[PoolT]):
             "database_unavailable",
             server=self.server,
             down_seconds=round(time.monotonic() - (self.outage.since or time.monotonic()), 1),
-            error=None if error is None else str(error).strip(),
-            fix=(
+            error=(
+                "connections fail, though a new one answered just now"
+                if error is None
+                else f"{type(error).__name__}: {str(error).strip()}"
+            ),
+            fix=pooler_hint(error)
+            or (
                 f"check that PostgreSQL runs and accepts connections at {self.server},"
                 " or point [database] url (INBOX_DATABASE_URL) at the right server;"
                 f" reconnecting every {RECONNECT_SECONDS} s, warning every"
@@ -138,7 +148,7 @@ class AsyncPoolCare(_Care[AsyncConnectionPool[Any]]):
     async def _probe(self) -> BaseException | None:
         try:
             conn = await psycopg.AsyncConnection.connect(
-                self.conninfo, connect_timeout=PROBE_TIMEOUT_SECONDS
+                self.conninfo, **self.kwargs, connect_timeout=PROBE_TIMEOUT_SECONDS
             )
         except psycopg.Error as exc:
             return exc
@@ -169,7 +179,9 @@ class PoolCare(_Care[ConnectionPool[Any]]):
 
     def _probe(self) -> BaseException | None:
         try:
-            conn = psycopg.Connection.connect(self.conninfo, connect_timeout=PROBE_TIMEOUT_SECONDS)
+            conn = psycopg.Connection.connect(
+                self.conninfo, **self.kwargs, connect_timeout=PROBE_TIMEOUT_SECONDS
+            )
         except psycopg.Error as exc:
             return exc
         conn.close()

@@ -91,8 +91,18 @@ class DatabaseSettings(_Section):
     # sends it inside the writing transaction, which serialises commits under concurrency.
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
     notify_interval_seconds: float = Field(default=0.01, ge=0)
+    # What is between the parts and PostgreSQL (inbox._core.pooler, docs/deploy.md):
+    # "transaction" for a transaction pooler (PgBouncer, Supabase's or Neon's pooled URL, RDS
+    # Proxy); "auto" takes a URL on port 6432 or 6543, or a host named "...pooler..." or
+    # "...proxy-...", for one.
+    pooler: Literal["auto", "none", "transaction"] = "auto"
+    # A direct (not pooled) URL for the workers' LISTEN connection; without one, a pooled
+    # worker polls (every [worker] poll_interval_seconds).
+    listen_url: str | None = None
 
-    @field_validator("url", "receiver_url", "worker_url", "operator_url", "retention_url")
+    @field_validator(
+        "url", "receiver_url", "worker_url", "operator_url", "retention_url", "listen_url"
+    )
     @classmethod
     def _valid_url(cls, value: str | None) -> str | None:
         # Checked here, without connecting, so a typo is a one-line settings error naming

@@ -4,8 +4,8 @@ sync and async.
 Every adapter ends here: the ASGI app calls ``receive_async``; the Django view and the Flask
 blueprint call ``receive``. Only the I/O differs: reading the body and awaiting the write.
 The async shell also bounds the write with ``write_timeout_seconds``; the sync shell relies
-on the writer's pool timeout and the ``statement_timeout`` of ``receiver_writer_kwargs``
-(a thread cannot be cancelled).
+on the writer's pool timeout and the server's statement timeout that ``receiver_writer_kwargs``
+asks for (a thread cannot be cancelled).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def receiver_writer_kwargs(settings: Settings) -> dict[str, Any]:
     Every wait is bounded by ``receiver.write_timeout_seconds``: waiting for a pooled
     connection (the pool timeout), connecting (libpq's ``connect_timeout``, whole seconds,
     at least 2) and the statement itself (``statement_timeout``, enforced by the server even
-    when the client cannot cancel, as in a sync view).
+    when the client cannot cancel, as in a sync view; per transaction behind a pooler).
     """
     timeout = settings.receiver.write_timeout_seconds
     return {
@@ -44,10 +44,11 @@ def receiver_writer_kwargs(settings: Settings) -> dict[str, Any]:
         "min_size": settings.database.pool_min_size,
         "max_size": settings.database.pool_max_size,
         "timeout_seconds": timeout,
+        "pooler": settings.database.pooler,
+        "statement_timeout_seconds": timeout,
         "connection_kwargs": {
             "application_name": "pg-inbox receiver",
             "connect_timeout": max(2, math.ceil(timeout)),
-            "options": f"-c statement_timeout={math.ceil(timeout * 1000)}",
         },
     }
 

@@ -11,6 +11,7 @@ cannot drift.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypedDic
 
 from inbox._core.errors import InboxError, MigrationError
 from inbox._core.logs import get_logger
+from inbox._core.pooler import (
+    PoolerMode,
+    behind_pooler,
+    connect_kwargs,
+    settings_statement,
+    startup_options,
+)
 from inbox._core.tracing import current_trace_context
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
@@ -48,6 +56,7 @@ __all__ = [
 NotifyMode = Literal["after_commit", "in_transaction", "off"]
 OnDead = Literal["hold", "continue"]
 NOTIFY_MODES: tuple[str, ...] = get_args(NotifyMode)
+POOLER_MODES: tuple[str, ...] = get_args(PoolerMode)
 
 log = get_logger("inbox.writer")
 
@@ -89,6 +98,8 @@ class WriterOptions(TypedDict, total=False):
     max_size: int
     timeout_seconds: float
     connection_kwargs: Mapping[str, Any] | None
+    pooler: PoolerMode
+    statement_timeout_seconds: float | None
 
 
 class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
@@ -97,7 +108,10 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
 
     Give it a connection string (the writer then owns a pool of autocommit connections) or a
     ``pool=`` of your own, not both. ``connection_kwargs`` go to every connection of an owned
-    pool (``connect_timeout``, ``options="-c statement_timeout=5000"``, ...).
+    pool (``connect_timeout``, ...). ``statement_timeout_seconds`` bounds each write on the
+    server. ``pooler`` ("auto", "none", "transaction"; ``inbox._core.pooler``) says whether
+    the URL reaches PostgreSQL through a transaction pooler: if so, the owned pool prepares
+    no statements and sets the timeout per transaction instead of at connection.
     """
 
     def __init__(
@@ -111,22 +125,42 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         max_size: int = 10,
         timeout_seconds: float = 5.0,
         connection_kwargs: Mapping[str, Any] | None = None,
+        pooler: PoolerMode = "auto",
+        statement_timeout_seconds: float | None = None,
     ) -> None:
         name = type(self).__name__
-        if notify not in NOTIFY_MODES:
-            choices = ", ".join(repr(mode) for mode in NOTIFY_MODES)
-            raise ValueError(f"{name}(notify=...) must be one of {choices}, got {notify!r}")
+        for option, value, modes in (
+            ("notify", notify, NOTIFY_MODES),
+            ("pooler", pooler, POOLER_MODES),
+        ):
+            if value not in modes:
+                choices = ", ".join(repr(mode) for mode in modes)
+                raise ValueError(f"{name}({option}=...) must be one of {choices}, got {value!r}")
         self._owns_pool = pool is None
+        # A statement sent first in each transaction of an owned pooled connection.
+        self._prelude: Any = None
         if pool is None:
             if dsn is None:
                 raise TypeError(f"{name} needs a connection string or pool=")
+            pooled = behind_pooler(pooler, dsn)
+            limits = (
+                {}
+                if statement_timeout_seconds is None
+                else {"statement_timeout": str(math.ceil(statement_timeout_seconds * 1000))}
+            )
+            if pooled and limits:
+                self._prelude = settings_statement(limits, local=True)
             pool = self._make_pool(
                 dsn,
                 owned_pool_options(
                     min_size=min_size,
                     max_size=max_size,
                     timeout_seconds=timeout_seconds,
-                    connection_kwargs=connection_kwargs,
+                    connection_kwargs={
+                        **connect_kwargs(pooled),
+                        **startup_options(pooled, limits),
+                        **(connection_kwargs or {}),
+                    },
                 ),
             )
         elif dsn is not None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
-from psycopg_pool import AsyncConnectionPool
 
 from inbox._core.logs import get_logger
 from inbox._writing.plan import INSERT_EVENTS, WriteResult, group_params
@@ -37,6 +37,8 @@ log = get_logger("inbox.writer")
 MAX_GROUP = 64
 
 WriteOne = Callable[[dict[str, Any]], Awaitable[WriteResult]]
+# The writer's connection for a statement of its own (AsyncInboxWriter._own).
+Connection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,8 @@ class _Queued:
 
 
 class WriteGroups:
-    def __init__(self, pool: AsyncConnectionPool, write_one: WriteOne, max_in_flight: int) -> None:
-        self._pool = pool
+    def __init__(self, connection: Connection, write_one: WriteOne, max_in_flight: int) -> None:
+        self._connection = connection
         self._write_one = write_one
         self._max_in_flight = max_in_flight
         self._queue: deque[_Queued] = deque()
@@ -139,7 +141,7 @@ class WriteGroups:
         """Send the group as one statement and commit; resolve the writes it inserted and
         return the others. Raises when the outcome is unknown."""
         try:
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 cursor = conn.cursor(row_factory=tuple_row)
                 await cursor.execute(INSERT_EVENTS, group_params([q.params for q in group]))
                 rows = await cursor.fetchall()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +42,7 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
     Give it a connection string (it then owns a pool of autocommit connections) or your own
     ``psycopg_pool.ConnectionPool``. ``write(..., conn=c)`` joins ``c``'s open transaction
     instead: the event commits or rolls back with the caller's own writes.
-    ``connection_kwargs`` go to every connection of an owned pool (``connect_timeout``,
-    ``options="-c statement_timeout=5000"``, ...).
+    ``connection_kwargs`` go to every connection of an owned pool (``connect_timeout``, ...).
     """
 
     # Set when the writer makes its own pool: prompt reconnection after a server restart.
@@ -52,7 +53,7 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
 
         from inbox._core.pool_care import PoolCare
 
-        self._care = PoolCare(dsn)
+        self._care = PoolCare(dsn, options["kwargs"])
         pool = ConnectionPool(dsn, open=False, **options, **self._care.options())
         self._care.attach(pool)
         pool.open()
@@ -104,15 +105,27 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         self._partition_for(params["received_at"])
         return self._write_own(params)
 
+    @contextmanager
+    def _own(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool; behind a pooler, its transaction's settings go first,
+        with what the caller sends, in one implicit transaction (one pipeline sync)."""
+        with self._pool.connection() as conn:
+            if self._prelude is None:
+                yield conn
+                return
+            with conn.pipeline():
+                conn.execute(self._prelude)
+                yield conn
+
     def _write_own(self, params: dict[str, Any]) -> WriteResult:
-        with self._pool.connection() as own:
+        with self._own() as own:
             result = self._run(own, params)
             if not own.autocommit:
                 own.commit()
         return result
 
     def _partition_for(self, at: Any) -> None:
-        with self._pool.connection() as own:
+        with self._own() as own:
             row = own.execute(PARTITION_FOR, {"at": at}).fetchone()
             if not own.autocommit:
                 own.commit()

@@ -9,7 +9,8 @@ imported: a sync host's ``import inbox`` pays for neither.
 from __future__ import annotations
 
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ class AsyncInboxWriter(
 
         from inbox._core.pool_care import AsyncPoolCare
 
-        self._care = AsyncPoolCare(dsn)
+        self._care = AsyncPoolCare(dsn, options["kwargs"])
         pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
         self._care.attach(pool)
         return pool
@@ -104,7 +105,7 @@ class AsyncInboxWriter(
         # (`python -m benchmarks ingest --writers 16,64 --only async-after_commit`): 2
         # against 1, 16 writers 8,312 vs 6,374 writes/s, 64 writers 12,805 vs 7,943.
         self._groups = WriteGroups(
-            self._pool,
+            self._own,
             self._write_one,
             max_in_flight=max(1, min(self._groups_wanted, self._pool.max_size // 2)),
         )
@@ -165,15 +166,27 @@ class AsyncInboxWriter(
         await self._partition_for(params["received_at"])
         return await self._write_own(params)
 
+    @asynccontextmanager
+    async def _own(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A connection of the pool; behind a pooler, with its transaction's settings sent
+        first (see InboxWriter)."""
+        async with self._pool.connection() as conn:
+            if self._prelude is None:
+                yield conn
+                return
+            async with conn.pipeline():
+                await conn.execute(self._prelude)
+                yield conn
+
     async def _write_own(self, params: dict[str, Any]) -> WriteResult:
-        async with self._pool.connection() as own:
+        async with self._own() as own:
             result = await self._run(own, params)
             if not own.autocommit:
                 await own.commit()
         return result
 
     async def _partition_for(self, at: Any) -> None:
-        async with self._pool.connection() as own:
+        async with self._own() as own:
             row = await (await own.execute(PARTITION_FOR, {"at": at})).fetchone()
             if not own.autocommit:
                 await own.commit()

@@ -17,6 +17,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from inbox._core.db import translate_driver_errors
+from inbox._core.pooler import behind_pooler, connect_kwargs
 from inbox._core.settings import DatabaseSettings
 
 __all__ = ["ConsolePool"]
@@ -45,6 +46,7 @@ class ConsolePool:
                     kwargs={
                         "application_name": "pg-inbox console",
                         "connect_timeout": max(1, round(self._settings.connect_timeout_seconds)),
+                        **connect_kwargs(behind_pooler(self._settings.pooler, self._dsn)),
                     },
                     open=False,
                     name="pg-inbox console",

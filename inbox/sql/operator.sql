@@ -73,28 +73,39 @@ left join settled t on t.source = s.source
 order by s.source
 
 -- name: status_sessions
--- Who is connected: worker processes (claim connections are named "pg-inbox worker
--- HOST:PID/N") and their listeners ("pg-inbox listener HOST:PID/..."); and how full the
--- server's notification queue is (it grows when a listening session stops reading).
-select count(distinct substring(application_name from '^pg-inbox worker (.*)/[0-9]+$'))
-           as worker_processes,
-       count(*) filter (where starts_with(application_name, 'pg-inbox listener ')) as listeners,
+-- Who runs: worker processes, seen by a connection of their own ("pg-inbox worker
+-- HOST:PID/N") or by a recent heartbeat (behind a transaction pooler, the server's
+-- sessions do not show which client they serve), and their listeners ("pg-inbox listener
+-- HOST:PID/...", always direct); and how full the server's notification queue is (it
+-- grows when a listening session stops reading).
+with seen as (
+    select substring(application_name from '^pg-inbox worker (.*)/[0-9]+$') as name
+    from pg_stat_activity
+    where datname = current_database()
+    union
+    select name from inbox_workers
+    where stopped_at is null and seen_at > now() - interval '30 seconds'
+)
+select (select count(name) from seen) as worker_processes,
+       (select count(*) from pg_stat_activity
+        where datname = current_database()
+          and starts_with(application_name, 'pg-inbox listener ')) as listeners,
        pg_notification_queue_usage() as notification_queue_usage
-from pg_stat_activity
-where datname = current_database()
 
 -- name: running_workers
 -- The worker processes running now, by the version of the code they run, newest first. A
 -- process runs while a connection of its own ("pg-inbox worker NAME/N", cut to the 63
--- characters PostgreSQL keeps) is open: one that was killed never said it stopped.
+-- characters PostgreSQL keeps) is open, or its heartbeat is recent: one that was killed
+-- never said it stopped.
 select w.version, count(*)::integer as processes, min(w.started_at) as since
 from inbox_workers w
 where w.stopped_at is null
-  and exists (
-      select from pg_stat_activity a
-      where a.datname = current_database()
-        and starts_with(a.application_name, left('pg-inbox worker ' || w.name || '/', 63))
-  )
+  and (w.seen_at > now() - interval '30 seconds'
+       or exists (
+           select from pg_stat_activity a
+           where a.datname = current_database()
+             and starts_with(a.application_name, left('pg-inbox worker ' || w.name || '/', 63))
+       ))
 group by w.version
 order by min(w.started_at) desc
 

@@ -289,15 +289,23 @@ where outcome <> 'released'
 
 -- name: register_worker
 -- A worker process says which code it runs, when it connects (again: the same process
--- keeps the time it started). Rows of processes that stopped more than a week ago go.
+-- keeps the time it started). Rows of processes that stopped, or were last seen, more
+-- than a week ago go.
 with gone as (
     delete from inbox_workers
-    where stopped_at < now() - interval '7 days'
+    where coalesce(stopped_at, seen_at) < now() - interval '7 days'
 )
-insert into inbox_workers (name, version, started_at)
-values (%(name)s::text, %(version)s::text, %(started_at)s::timestamptz)
+insert into inbox_workers (name, version, started_at, seen_at)
+values (%(name)s::text, %(version)s::text, %(started_at)s::timestamptz, now())
 on conflict (name) do update
-    set version = excluded.version, started_at = excluded.started_at, stopped_at = null
+    set version = excluded.version, started_at = excluded.started_at, stopped_at = null,
+        seen_at = now()
+
+-- name: worker_seen
+-- The heartbeat: the process still runs (operators read it where connections cannot
+-- tell, behind a transaction pooler).
+update inbox_workers set seen_at = now()
+where name = %(name)s::text and started_at = %(started_at)s::timestamptz
 
 -- name: worker_stopped
 update inbox_workers set stopped_at = now()

@@ -200,7 +200,7 @@ def test_rejections_are_read_from_the_receivers_metrics(db_url: str) -> None:
         server.server_close()
     assert {s.source: s.rejected for s in st.sources} == {"ghost": 1, "shop": 2}
     assert st.healthy
-    assert st.warnings == ["receiver metrics unavailable: http://127.0.0.1:9/metrics"]
+    assert st.warnings[0] == "receiver metrics unavailable: http://127.0.0.1:9/metrics"
 
 
 def test_a_duplicate_uses_up_an_id_as_the_events_help_says(db_url: str) -> None:
@@ -220,3 +220,28 @@ def test_a_duplicate_uses_up_an_id_as_the_events_help_says(db_url: str) -> None:
         shown = inbox(db_url, "events", command, "--help", env=env_for(db_url, COLUMNS="400"))
         assert shown.returncode == 0, shown.stderr
         assert "Event ids are not consecutive: a duplicate delivery" in shown.stdout
+
+
+def test_status_counts_a_worker_by_its_heartbeat_and_says_when_none_is_seen(
+    db_url: str,
+) -> None:
+    write_events(db_url, 1)
+    alone = inbox(db_url, "status")
+    assert alone.returncode == 0, alone.stderr
+    assert "no worker seen" in alone.stdout
+    assert "healthy" not in alone.stdout.splitlines()[0]
+    assert any("no worker process can be seen" in w for w in status(db_url).warnings)
+
+    # Behind a transaction pooler no session of the server names the worker: its
+    # heartbeat does, while it is recent.
+    with psycopg.connect(db_url) as conn:
+        conn.execute(
+            "insert into inbox_workers (name, version, seen_at) values"
+            " ('pooled:1', 'v1', now()), ('gone:2', 'v1', now() - interval '5 minutes')"
+        )
+    st = status(db_url)
+    assert (st.worker_processes, st.listeners) == (1, 0)
+    assert [(v.version, v.processes) for v in st.worker_versions] == [("v1", 1)]
+    assert any("1 of 1 worker processes have no listener" in w for w in st.warnings)
+    seen = inbox(db_url, "status")
+    assert seen.stdout.splitlines()[0].endswith("healthy")

@@ -249,7 +249,11 @@ def test_event_fields_reach_the_handler(db_url: str, worker_url: str) -> None:
     assert event.is_replay is False
 
 
-def test_worker_sessions_carry_server_side_guardrails(db_url: str, worker_url: str) -> None:
+@pytest.mark.parametrize("pooler", ["none", "transaction"])
+def test_worker_sessions_carry_server_side_guardrails(
+    db_url: str, worker_url: str, pooler: Any
+) -> None:
+    # Behind a transaction pooler they are the claim transaction's own, not the session's.
     write_events(db_url, 1)
     router = Router()
     seen: dict[str, str] = {}
@@ -271,6 +275,7 @@ def test_worker_sessions_carry_server_side_guardrails(db_url: str, worker_url: s
         router,
         worker_url=worker_url,
         worker_settings=settings(handler_timeout_seconds=7),
+        pooler=pooler,
     )
     assert seen == {
         "statement_timeout": "8s",
