@@ -15,14 +15,33 @@ OUTAGE_LOG_SECONDS = 30.0
 
 
 def describe_server(conninfo: str) -> str:
-    """``host:port/dbname`` of a connection string, without its credentials."""
+    """``host:port/dbname`` of a connection string, without its credentials.
+
+    A multi-host string names each server as libpq pairs them: one port for every host, or
+    one port per host (an empty one is the default port).
+    """
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
         return "the configured database"
-    host = params.get("host") or params.get("hostaddr") or "the local socket"
-    port = params.get("port") or "5432"
-    return f"{host}:{port}/{params.get('dbname') or params.get('user') or ''}".rstrip("/")
+    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
+    ports = str(params.get("port") or "").split(",")
+    database = str(params.get("dbname") or params.get("user") or "")
+    if len(ports) == 1:
+        ports *= len(hosts)
+    if len(ports) != len(hosts):
+        # libpq refuses such a string when it connects: show it as written.
+        servers = f"{','.join(hosts)}:{','.join(ports)}"
+    else:
+        servers = ",".join(f"{_host(h)}:{p or '5432'}" for h, p in zip(hosts, ports, strict=True))
+    return f"{servers}/{database}".rstrip("/")
+
+
+def _host(host: str) -> str:
+    if not host:
+        return "the local socket"
+    # An IPv6 address in brackets, so that its port stays readable.
+    return f"[{host}]" if ":" in host and not host.startswith("/") else host
 
 
 class Outage:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from inbox._core.outage import Outage, describe_server
 from tests._commands import start_serve, status_of
@@ -31,6 +32,30 @@ def test_the_server_is_named_without_its_credentials() -> None:
     assert describe_server("postgresql://u:secret@db.example:6432/inbox") == "db.example:6432/inbox"
     assert describe_server("host=/run/pg dbname=x password=p") == "/run/pg:5432/x"
     assert describe_server("not a conninfo = = =") == "the configured database"
+
+
+@pytest.mark.parametrize(
+    ("conninfo", "described"),
+    [
+        (
+            "postgresql://u:pw@h1:7001,h2:7002/db?target_session_attrs=read-write",
+            "h1:7001,h2:7002/db",
+        ),
+        (
+            "host=127.0.0.1,127.0.0.1 port=7001,7002 dbname=pginbox password=pw"
+            " target_session_attrs=read-write",
+            "127.0.0.1:7001,127.0.0.1:7002/pginbox",
+        ),
+        ("host=h1,h2 port=6432 dbname=db", "h1:6432,h2:6432/db"),  # one port serves all
+        ("postgresql://u:pw@h1,h2:7002/db", "h1:5432,h2:7002/db"),  # empty: the default
+        ("postgresql://u:pw@[::1]:7001,h2/db", "[::1]:7001,h2:5432/db"),
+        ("hostaddr=10.0.0.1,10.0.0.2 port=7001,7002 user=u", "10.0.0.1:7001,10.0.0.2:7002/u"),
+        ("host=h1,h2,h3 port=1,2 dbname=db", "h1,h2,h3:1,2/db"),  # unpaired: as written
+    ],
+)
+def test_a_multi_host_string_names_each_server_with_its_port(conninfo: str, described: str) -> None:
+    assert describe_server(conninfo) == described
+    assert "pw" not in describe_server(conninfo)
 
 
 def test_serve_with_an_unreachable_database(tmp_path: Path, unused_tcp_port: int) -> None:
