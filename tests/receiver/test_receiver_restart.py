@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,7 +35,12 @@ DOWN_SECONDS = 3.0
 BACK_WITHIN_SECONDS = 1.0
 
 
-def _config(path: Path, url: str, port: int) -> Path:
+# A source the tests can post to without signing: its key and type are read from the body.
+UNSIGNED = {"name": "shop", "verifier": "none", "key_from": "json:/id", "type_from": "json:/type"}
+
+
+def serve_config(path: Path, url: str, port: int, source: Mapping[str, object] = UNSIGNED) -> Path:
+    """An ``inbox serve`` settings file: the database, a loopback port, one source."""
     path.write_text(
         "\n".join(
             [
@@ -46,10 +51,7 @@ def _config(path: Path, url: str, port: int) -> Path:
                 f"port = {port}",
                 "write_timeout_seconds = 2.0",
                 "[[sources]]",
-                'name = "shop"',
-                'verifier = "none"',
-                'key_from = "json:/id"',
-                'type_from = "json:/type"',
+                *(f"{key} = {json.dumps(value)}" for key, value in source.items()),
             ]
         )
         + "\n",
@@ -113,7 +115,7 @@ def test_receiver_and_worker_are_back_within_a_second_of_a_restart(
 ) -> None:
     server, url = restartable
     served = Served(
-        _config(tmp_path / "inbox.toml", url, unused_tcp_port),
+        serve_config(tmp_path / "inbox.toml", url, unused_tcp_port),
         unused_tcp_port,
         tmp_path / "serve.log",
     )
