@@ -152,6 +152,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             version=version,
             pooler=settings.database.pooler,
             listen_dsn=settings.database.listen_url,
+            connect_timeout_seconds=settings.database.connect_timeout_seconds,
         )
         if args.metrics_port is not None:
             worker.metrics.watch_queue(url, worker=worker.name)

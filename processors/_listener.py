@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -58,8 +58,11 @@ class Listener:
         health_interval_seconds: float,
         worker: str,
         on_connected: Callable[[], None] | None = None,
+        connect_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self._dsn = dsn
+        # psycopg's connection arguments besides the URL (a connect_timeout).
+        self._connect_kwargs = dict(connect_kwargs or {})
         self._wakeup = wakeup
         self._metrics = metrics
         self._health_interval = health_interval_seconds
@@ -83,6 +86,7 @@ class Listener:
                     self._dsn,
                     autocommit=True,
                     application_name=f"pg-inbox listener {self._worker}",
+                    **self._connect_kwargs,
                 )
                 # Not `async with`: its exit awaits a rollback first, and a stopping worker's
                 # cancellation interrupts that await, skipping the close. close() itself

@@ -7,6 +7,7 @@ several processes, on one host or many, cooperate only through SKIP LOCKED.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import socket
@@ -89,6 +90,7 @@ class Worker:
     ``pooler`` says whether ``dsn`` goes through a transaction pooler (inbox._core.pooler):
     if so, no statement is prepared, the session limits are set in each claim transaction,
     and the listener connects to ``listen_dsn`` (a direct URL), or the worker only polls.
+    ``connect_timeout_seconds`` bounds each connection attempt (per host).
     """
 
     def __init__(
@@ -104,12 +106,17 @@ class Worker:
         version: str | None = None,
         pooler: PoolerMode = "auto",
         listen_dsn: str | None = None,
+        connect_timeout_seconds: float | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._dsn = dsn
         self._pooled = behind_pooler(pooler, dsn)
         self._connect = connect_kwargs(self._pooled)
+        if connect_timeout_seconds is not None:
+            # Per host of a multi-host URL: a host that is gone without refusing would
+            # otherwise hold each reconnection for the driver's two minutes.
+            self._connect["connect_timeout"] = max(1, math.ceil(connect_timeout_seconds))
         self._listen_dsn = listen_dsn or (None if self._pooled else dsn)
         self._router = router
         self._settings = settings
@@ -207,6 +214,7 @@ class Worker:
                     self.metrics,
                     health_interval_seconds=min(self._settings.poll_interval_seconds, 5.0),
                     worker=self.name,
+                    connect_kwargs=self._connect,
                 )
                 tg.start_soon(listener.run)
             for n in range(self._concurrency):

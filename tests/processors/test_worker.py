@@ -425,3 +425,45 @@ def test_a_resumed_claim_that_finds_nothing_looks_from_the_start_before_idling(
     anyio.run(main)
     assert handled == [second, first]
     _all_processed(db_url)
+
+
+def test_a_host_gone_silent_before_the_primary_holds_each_connection_only_briefly(
+    db_url: str, worker_url: str
+) -> None:
+    import socket
+
+    import anyio
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from processors import Worker
+    from tests._wait import await_for
+
+    # A host that takes the connection and never answers (a machine gone, its address
+    # still routed): libpq waits for its greeting until connect_timeout, then tries the next.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    params = conninfo_to_dict(worker_url)
+    hosts = f"127.0.0.1,{params.get('host') or '127.0.0.1'}"
+    ports = f"{silent.getsockname()[1]},{params.get('port') or 5432}"
+    url = make_conninfo(worker_url, host=hosts, port=ports)
+    router = Router()
+    handled: list[int] = []
+
+    @router.on("shop")
+    async def ok(event: Event, conn: Any) -> None:
+        handled.append(event.id)
+
+    write_events(db_url, 1)
+    worker = Worker(url, router, settings(), connect_timeout_seconds=1)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            await await_for(lambda: len(handled) == 1, within=20, what="the event handled")
+            worker.request_stop()
+
+    try:
+        anyio.run(main)
+    finally:
+        silent.close()
