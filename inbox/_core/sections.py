@@ -312,6 +312,30 @@ class ConsoleUser(_Section):
         return value
 
 
+# Headers that commonly carry a credential: a password, a key, a token, a session.
+_CREDENTIAL_HEADERS = (
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+    "api-key",
+    "apikey",
+    "x-auth-token",
+    "x-access-token",
+    "x-csrf-token",
+    "x-xsrf-token",
+    "x-amz-security-token",
+    "x-goog-api-key",
+    "ocp-apim-subscription-key",
+    "private-token",
+    "x-gitlab-token",
+    "x-telegram-bot-api-secret-token",
+    "x-webhook-secret",
+    "x-webhook-token",
+)
+
+
 class ConsoleSettings(_Section):
     """The operator console (``inbox console``; ``/console`` in ``inbox serve`` when
     ``enabled``)."""
@@ -331,6 +355,9 @@ class ConsoleSettings(_Section):
     secret_key_env: str | None = None
     secret_key_file: Path | None = None
     session_idle_minutes: float = Field(default=30.0, gt=0)
+    # Headers the console shows as redacted to everyone (with the receiver's
+    # `redact_headers`): credentials a provider or a proxy sent, which no page needs.
+    redact_headers: list[str] = Field(default_factory=lambda: list(_CREDENTIAL_HEADERS))
     # Failed sign-ins allowed per user and address within the window, then 429 until it ends.
     login_attempts: int = Field(default=5, ge=1)
     login_window_seconds: float = Field(default=300.0, gt=0)

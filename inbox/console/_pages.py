@@ -101,7 +101,8 @@ def _event_id(request: Request) -> int:
 
 async def _detail(request: Request) -> EventDetail:
     console = console_of(request)
-    redact = console.settings.receiver.redact_headers
+    settings = console.settings
+    redact = [*settings.console.redact_headers, *settings.receiver.redact_headers]
     return await console.pool.run(_api.event_detail, _event_id(request), redact)
 
 

@@ -173,3 +173,33 @@ def test_who_sees_bodies(
             assert delivery.status_code in ((200, 404) if sees else (403,))
             if sees:
                 assert download.content.startswith(b'{"id": "evt_123"')
+
+
+def test_credential_headers_are_redacted_for_everyone(seeded_db: Seeded) -> None:
+    from inbox import InboxWriter
+
+    credentials = {
+        "x-api-key": "key-abc123",
+        "X-Auth-Token": "tok-def456",
+        "cookie": "session=ghi789",
+        "x-shop-secret": "jkl012",
+    }
+    with InboxWriter(seeded_db.url, notify="off") as writer:
+        event = writer.write("shop", "with-keys", b"{}", headers=credentials).event_id
+    default = create_app(make_settings(), dsn=seeded_db.url)
+    # Configured, the list replaces the default (the receiver's list still applies).
+    listed = create_app(make_settings(redact_headers=["X-Shop-Secret"]), dsn=seeded_db.url)
+    for app, hidden, shown in [
+        (default, ["abc123", "def456", "ghi789"], ["jkl012"]),
+        (listed, ["jkl012"], ["abc123"]),
+    ]:
+        for user in (VIEWER, OPERATOR):
+            with TestClient(app) as client:
+                sign_in(client, user)
+                page = client.get(f"/events/{event}").text
+            assert 'id="headers"' in page
+            for value in hidden:
+                assert value not in page, (user, value)
+            for value in shown:
+                assert value in page, (user, value)
+            assert '<td class="redacted">[redacted]</td>' in page
