@@ -52,15 +52,20 @@ async def _dead_page(
     pool = console_of(request).pool
     page = retry = None
     if parsed.event_filter is not None:
-        page = await pool.run(_api.dead_page, parsed)
+        try:
+            page = await pool.run(_api.dead_page, parsed)
+        except ValueError as exc:  # a cursor that is not one of ours (it comes in the URL)
+            parsed.errors["cursor"] = str(exc)
     if page is not None and page.events and principal_of(request).is_operator:
         # What a retry of these would run on: the retry form offers the running versions.
         retry = await pool.run(_api.retry_preview, [e.id for e in page.events], version)
     query = dict(parsed.query)
     query.pop("state", None)
+    if parsed.values["limit"]:
+        query["limit"] = str(parsed.limit)
     next_page = None
-    if page is not None and page.next_before is not None:
-        next_page = url_for(request, "/dead", **query, cursor=str(page.next_before))
+    if page is not None and page.next_cursor is not None:
+        next_page = url_for(request, "/dead", **query, cursor=page.next_cursor)
     return render(
         request,
         "dead.html",

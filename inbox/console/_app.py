@@ -26,7 +26,7 @@ from inbox.console import _actions, _login, _pages
 from inbox.console._auth import LoginLimiter
 from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
-from inbox.console._session import SessionMiddleware
+from inbox.console._session import SECURITY_HEADERS, SessionMiddleware
 from inbox.console._web import Console, error_page
 
 __all__ = ["build_app", "create_app"]
@@ -85,6 +85,15 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
         "The database is unavailable, so the console cannot show this page. It reconnects"
         " by itself: reload in a moment.",
     )
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    # Starlette calls this from its outermost middleware, outside SessionMiddleware, so the
+    # page carries the security headers itself. The exception goes on to the server's log.
+    log.error("console_error", path=request.url.path, error=f"{type(exc).__name__}: {exc}")
+    page = error_page(request, 500, "Something went wrong on our side; it is in the log.")
+    page.headers.update({**SECURITY_HEADERS, "cache-control": "no-store"})
+    return page
 
 
 def create_app(
@@ -161,6 +170,7 @@ def build_app(
             EventNotFoundError: _not_found,
             ReplayNotFoundError: _not_found,
             DatabaseUnavailableError: _unavailable,
+            Exception: _server_error,
         },
         lifespan=lifespan,
     )

@@ -4,7 +4,7 @@ check, and the error pages."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -28,6 +28,7 @@ __all__ = [
     "console_of",
     "error_page",
     "form_values",
+    "plain_input",
     "principal_of",
     "signed_in",
 ]
@@ -64,12 +65,20 @@ def principal_of(request: Request) -> Principal:
     return principal
 
 
-ERROR_IDS = {403: "forbidden", 404: "not-found", 429: "too-many", 503: "db-unavailable"}
+ERROR_IDS = {
+    400: "bad-request",
+    403: "forbidden",
+    404: "not-found",
+    429: "too-many",
+    503: "db-unavailable",
+}
 ERROR_TITLES = {
+    400: "Bad request",
     403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
     429: "Too many attempts",
+    500: "Server error",
     503: "Database unavailable",
 }
 
@@ -94,12 +103,20 @@ def error_page(
     )
 
 
+def plain_input(items: Iterable[tuple[str, str]]) -> None:
+    """Refuse (400) a query or form holding a NUL character: PostgreSQL's text cannot hold
+    one, so the value could only fail deeper down, as a 500 instead of this page."""
+    if any("\x00" in name or "\x00" in value for name, value in items):
+        raise HTTPException(400, "the request holds a NUL character, which no field may hold")
+
+
 def signed_in(*, operator: bool = False) -> Callable[[Endpoint], Endpoint]:
     """Only signed-in users (a page redirects to the sign-in form, a POST is refused);
     with ``operator``, only operators (a viewer gets the 403 page)."""
 
     def decorate(endpoint: Endpoint) -> Endpoint:
         async def gate(request: Request) -> Response:
+            plain_input(request.query_params.multi_items())
             principal = current_principal(console_of(request).settings.console, request)
             if principal is None:
                 if request.method == "GET":
@@ -140,6 +157,7 @@ async def checked_form(request: Request) -> ImmutableMultiDict[str, str]:
         )
     except (UnicodeDecodeError, ValueError):
         raise HTTPException(400, "the form could not be read") from None
+    plain_input(form.multi_items())
     offered = form.get("csrf")
     expected = session_of(request).csrf
     if not isinstance(offered, str) or not secrets.compare_digest(
