@@ -358,8 +358,10 @@ class ConsoleSettings(_Section):
     # Headers the console shows as redacted to everyone (with the receiver's
     # `redact_headers`): credentials a provider or a proxy sent, which no page needs.
     redact_headers: list[str] = Field(default_factory=lambda: list(_CREDENTIAL_HEADERS))
-    # Failed sign-ins allowed per user and address within the window, then 429 until it ends.
+    # Failed sign-ins allowed per user and address within the window, then 429 until it ends;
+    # and per address whatever the names (password spraying).
     login_attempts: int = Field(default=5, ge=1)
+    login_attempts_per_address: int = Field(default=20, ge=1)
     login_window_seconds: float = Field(default=300.0, gt=0)
     # Receivers' /metrics URLs the overview reads rejection counts from (never stored).
     receiver_metrics: list[str] = Field(default_factory=list)

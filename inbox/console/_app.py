@@ -23,7 +23,7 @@ from inbox._core.errors import (
 from inbox._core.logs import get_logger
 from inbox._core.settings import Settings
 from inbox.console import _actions, _login, _pages
-from inbox.console._auth import LoginLimiter
+from inbox.console._limits import LoginLimiter
 from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
 from inbox.console._session import SECURITY_HEADERS, SessionMiddleware
@@ -143,7 +143,9 @@ def build_app(
         settings=settings,
         pool=ConsolePool(dsn, settings.database),
         limiter=LoginLimiter(
-            settings.console.login_attempts, settings.console.login_window_seconds
+            settings.console.login_attempts,
+            settings.console.login_window_seconds,
+            settings.console.login_attempts_per_address,
         ),
         dev_token=dev_token,
     )

@@ -1,11 +1,8 @@
 """Who is signed in: users from the settings, an SSO proxy's trusted header, the session a
-one-time link of ``inbox dev`` started (inbox.console._links); and the limit on failed
-sign-ins."""
+one-time link of ``inbox dev`` started (inbox.console._links)."""
 
 from __future__ import annotations
 
-import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,7 +13,7 @@ from inbox._core.settings import ConsoleSettings
 from inbox.console._passwords import verify_password
 from inbox.console._session import peer_in, session_of
 
-__all__ = ["LoginLimiter", "Principal", "authenticate", "current_principal"]
+__all__ = ["Principal", "authenticate", "current_principal"]
 
 log = get_logger("inbox.console")
 
@@ -100,38 +97,3 @@ def current_principal(settings: ConsoleSettings, conn: HTTPConnection) -> Princi
             user["name"], _role_of(settings, user["name"]) or settings.trusted_role, "header"
         )
     return None
-
-
-class LoginLimiter:
-    """At most ``attempts`` failed sign-ins per (user, address) in ``window`` seconds."""
-
-    def __init__(self, attempts: int, window: float) -> None:
-        self.attempts = attempts
-        self.window = window
-        self._failures: dict[tuple[str, str], deque[float]] = {}
-
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
-        failures = self._failures.get(key, deque())
-        while failures and failures[0] <= now - self.window:
-            failures.popleft()
-        return failures
-
-    def retry_after(self, key: tuple[str, str], now: float | None = None) -> float | None:
-        """Seconds until the next attempt is allowed, or None when it is allowed now."""
-        now = time.monotonic() if now is None else now
-        failures = self._recent(key, now)
-        if len(failures) < self.attempts:
-            return None
-        return failures[0] + self.window - now
-
-    def failed(self, key: tuple[str, str], now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        if len(self._failures) > 10_000:  # bounded: forget keys whose failures have expired
-            for stale in [k for k in self._failures if not self._recent(k, now)]:
-                del self._failures[stale]
-        failures = self._recent(key, now)
-        failures.append(now)
-        self._failures[key] = failures
-
-    def succeeded(self, key: tuple[str, str]) -> None:
-        self._failures.pop(key, None)

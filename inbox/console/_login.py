@@ -8,6 +8,7 @@ from starlette.responses import RedirectResponse, Response
 
 from inbox._core.logs import get_logger
 from inbox.console._auth import authenticate, current_principal
+from inbox.console._limits import SignInLimited
 from inbox.console._render import render, url_for
 from inbox.console._session import session_of
 from inbox.console._web import checked_form, console_of, error_page
@@ -54,24 +55,26 @@ async def login_submit(request: Request) -> Response:
     console = console_of(request)
     name = str(form.get("username") or "").strip()
     password = str(form.get("password") or "")
-    key = (name, request.client.host if request.client else "")
-    wait = console.limiter.retry_after(key)
-    if wait is not None:
-        log.warning("console_sign_in_limited", user=name, peer=key[1])
-        seconds = max(1, round(wait))
-        limited = _form(
+    peer = request.client.host if request.client else ""
+    try:
+        started = console.limiter.begin(name, peer)
+    except SignInLimited as limited:
+        log.warning(
+            "console_sign_in_limited", user=name, peer=peer, per_address=limited.per_address
+        )
+        seconds = max(1, round(limited.wait))
+        page = _form(
             request, error=f"Too many attempts, try again in {seconds} s.", status=429, name=name
         )
-        limited.headers["retry-after"] = str(seconds)
-        return limited
+        page.headers["retry-after"] = str(seconds)
+        return page
     principal = await anyio.to_thread.run_sync(
         authenticate, console.settings.console, name, password
     )
     if principal is None:
-        console.limiter.failed(key)
-        log.info("console_sign_in_failed", user=name, peer=key[1])
+        log.info("console_sign_in_failed", user=name, peer=peer)
         return _form(request, error="Wrong user name or password.", status=401, name=name)
-    console.limiter.succeeded(key)
+    console.limiter.succeeded(name, peer, started)
     session_of(request).sign_in(principal.name, principal.role, "password")
     log.info("console_signed_in", user=principal.name, role=principal.role)
     return RedirectResponse(_next(request, str(form.get("next") or "")), 303)

@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from inbox._core.settings import Settings
-from inbox.console._auth import LoginLimiter, Principal, current_principal
+from inbox.console._auth import Principal, current_principal
+from inbox.console._limits import LoginLimiter
 from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
 from inbox.console._render import render, url_for

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,14 +78,15 @@ def browser() -> Iterator[webdriver.Chrome]:
         yield driver
 
 
-def _console_toml(path: Path) -> Path:
-    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it)."""
+def _console_toml(path: Path, extra: str = "", cost: int = 2**10) -> Path:
+    """An ``inbox.toml`` with the console's test users (as ``inbox console`` reads it);
+    ``extra`` lines go in its ``[console]`` section, ``cost`` is the hashes' scrypt N."""
     users = "".join(
         f"""
 [[console.users]]
 name = "{name}"
 role = "{role}"
-password_hash = "{hash_password(password, n=2**10)}"
+password_hash = "{hash_password(password, n=cost)}"
 """
         for (name, password), role in ((OPERATOR, "operator"), (VIEWER, "viewer"))
     )
@@ -92,26 +94,40 @@ password_hash = "{hash_password(password, n=2**10)}"
         f"""
 [console]
 secret_key = "{SECRET_KEY}"
+{extra}
 {users}""",
         encoding="utf-8",
     )
     return path
 
 
-@pytest.fixture
-def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
-    """``inbox console`` on a free port, serving the seeded inbox."""
+@contextmanager
+def live_console(
+    seeded_db: Seeded, folder: Path, *, extra: str = "", cost: int = 2**10
+) -> Iterator[LiveServer]:
+    """``inbox console`` on a free port, serving the seeded inbox (see ``_console_toml``)."""
     from tests.console._browser import free_port, serve
 
     port = free_port()
-    config = _console_toml(tmp_path / "inbox.toml")
+    config = _console_toml(folder / "inbox.toml", extra, cost)
     argv = [sys.executable, "-m", "inbox", "--config", str(config)]
-    yield from serve(
+    server = serve(
         [*argv, "console", "--host", "127.0.0.1", "--port", str(port)],
-        tmp_path / "console.log",
+        folder / "console.log",
         port=port,
         env={"INBOX_DATABASE__URL": seeded_db.url},  # any URL, no quoting into TOML
     )
+    try:
+        yield next(server)
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def console(seeded_db: Seeded, tmp_path: Path) -> Iterator[LiveServer]:
+    """``inbox console`` on a free port, serving the seeded inbox."""
+    with live_console(seeded_db, tmp_path) as server:
+        yield server
 
 
 @pytest.fixture
