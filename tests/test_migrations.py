@@ -17,6 +17,7 @@ SQL_FILES = [
     ("inbox.sql", "queries.sql"),
     ("inbox.sql", "operator.sql"),
     ("inbox.sql", "replay.sql"),
+    ("inbox.sql", "console.sql"),
     ("processors.sql", "queries.sql"),
 ]
 

@@ -97,6 +97,7 @@ NEEDS: dict[str, list[Need]] = {
         ),
         Need("sequence", "inbox_replays_id_seq", None, "USAGE"),
         Need("function", "inbox_dead_skip(bigint[], text, text, text, jsonb)", None, "EXECUTE"),
+        *_tables("SELECT INSERT UPDATE DELETE", "inbox_console_sessions"),
     ],
     "retention": [
         Need("function", "inbox_prune(float8, text, text)", None, "EXECUTE"),

@@ -355,6 +355,8 @@ class ConsoleSettings(_Section):
     secret_key_env: str | None = None
     secret_key_file: Path | None = None
     session_idle_minutes: float = Field(default=30.0, gt=0)
+    # A session ends this long after its sign-in, however busy.
+    session_max_hours: float = Field(default=12.0, gt=0)
     # Headers the console shows as redacted to everyone (with the receiver's
     # `redact_headers`): credentials a provider or a proxy sent, which no page needs.
     redact_headers: list[str] = Field(default_factory=lambda: list(_CREDENTIAL_HEADERS))

@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 
 from inbox import queries
+from inbox._operations import console_sessions as _sessions
 from inbox._operations import replay as _replay
 from inbox._operations.models import EventDetail, EventPage, EventSummary, Status
 from inbox._operations.records import Activity, AuditPage, ReplayProgress, WorkerVersion
@@ -24,6 +25,7 @@ __all__ = [
     "audit",
     "dead_page",
     "delivery_body",
+    "end_session",
     "event_detail",
     "events_page",
     "overview",
@@ -34,6 +36,8 @@ __all__ = [
     "retry_preview",
     "running_workers",
     "search",
+    "start_session",
+    "touch_session",
 ]
 
 Conn = psycopg.Connection[Any]
@@ -158,3 +162,9 @@ def running_workers(conn: Conn) -> list[WorkerVersion]:
 
 def audit(conn: Conn, cursor: str | None) -> AuditPage:
     return queries.audit(conn, limit=AUDIT_PAGE, cursor=cursor)
+
+
+# The sessions of the console's users (inbox.console._auth).
+start_session = _sessions.start_session
+touch_session = _sessions.touch_session
+end_session = _sessions.end_session

@@ -6,11 +6,17 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from inbox._core.errors import DatabaseUnavailableError
 from inbox._core.logs import get_logger
-from inbox.console._auth import authenticate, current_principal
+from inbox.console._auth import (
+    Principal,
+    authenticate,
+    current_principal,
+    end_session,
+    start_session,
+)
 from inbox.console._limits import SignInLimited
 from inbox.console._render import render, url_for
-from inbox.console._session import session_of
 from inbox.console._web import checked_form, console_of, error_page
 
 __all__ = ["login_form", "login_submit", "login_token", "logout"]
@@ -45,7 +51,12 @@ def _form(
 
 
 async def login_form(request: Request) -> Response:
-    if current_principal(console_of(request).settings.console, request) is not None:
+    console = console_of(request)
+    try:
+        principal = await current_principal(console.settings.console, console.pool, request)
+    except DatabaseUnavailableError:
+        principal = None  # the form still shows; signing in waits for the database
+    if principal is not None:
         return RedirectResponse(_next(request, request.query_params.get("next")), 303)
     return _form(request)
 
@@ -75,14 +86,14 @@ async def login_submit(request: Request) -> Response:
         log.info("console_sign_in_failed", user=name, peer=peer)
         return _form(request, error="Wrong user name or password.", status=401, name=name)
     console.limiter.succeeded(name, peer, started)
-    session_of(request).sign_in(principal.name, principal.role, "password")
+    await start_session(console.settings.console, console.pool, request, principal)
     log.info("console_signed_in", user=principal.name, role=principal.role)
     return RedirectResponse(_next(request, str(form.get("next") or "")), 303)
 
 
 async def logout(request: Request) -> Response:
     await checked_form(request)
-    session_of(request).sign_out()
+    await end_session(console_of(request).pool, request)
     return RedirectResponse(url_for(request, "/login"), 303)
 
 
@@ -99,6 +110,8 @@ async def login_token(request: Request) -> Response:
             "This sign-in link is wrong, expired, or was already used: each link works once.",
             new_link={"command": token.command, "folder": token.folder},
         )
-    session_of(request).sign_in("dev", "operator", "dev")
+    console = console_of(request)
+    dev = Principal("dev", "operator", "dev")
+    await start_session(console.settings.console, console.pool, request, dev)
     log.info("console_signed_in", user="dev", role="operator", via="dev")
     return RedirectResponse(url_for(request, "/"), 303)

@@ -1,9 +1,10 @@
 """Signed-cookie sessions and the headers every console response carries.
 
 The session is a small dict signed with the console's secret key (itsdangerous): who is
-signed in, how, the CSRF token, and when it was last used. Nothing is kept on the server,
-so a restart keeps everyone signed in; the idle expiry is checked against the time inside
-the signed payload, and every request that uses the session moves it forward.
+signed in, how, the CSRF token, when it was last used, and for a password or dev sign-in
+the token of its row in the database (inbox.console._auth checks that row on every
+request, so signing out ends the session everywhere). The idle expiry is also checked
+against the time inside the signed payload, and every request moves it forward.
 """
 
 from __future__ import annotations
@@ -52,9 +53,17 @@ class Session:
         user = self.data.get("user")
         return user if isinstance(user, dict) else None
 
-    def sign_in(self, name: str, role: str, via: str) -> None:
+    @property
+    def token(self) -> str | None:
+        """The token of the session's row in the database (password and dev sessions)."""
+        token = self.data.get("token")
+        return token if isinstance(token, str) else None
+
+    def sign_in(self, name: str, role: str, via: str, token: str | None = None) -> None:
         """A fresh session for the user: a new CSRF token, so none issued before survives."""
         self.data = {"user": {"name": name, "role": role, "via": via}}
+        if token is not None:
+            self.data["token"] = token
         self.data["csrf"] = secrets.token_urlsafe(32)
 
     def sign_out(self) -> None:

@@ -118,7 +118,8 @@ def signed_in(*, operator: bool = False) -> Callable[[Endpoint], Endpoint]:
     def decorate(endpoint: Endpoint) -> Endpoint:
         async def gate(request: Request) -> Response:
             plain_input(request.query_params.multi_items())
-            principal = current_principal(console_of(request).settings.console, request)
+            console = console_of(request)
+            principal = await current_principal(console.settings.console, console.pool, request)
             if principal is None:
                 if request.method == "GET":
                     here = request.url.path[len(request.scope.get("root_path", "")) :]

@@ -25,7 +25,8 @@ $$
 revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
               {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
-              {schema}.inbox_partitions, {schema}.inbox_retention
+              {schema}.inbox_partitions, {schema}.inbox_retention,
+              {schema}.inbox_console_sessions
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -95,7 +96,10 @@ grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at
 grant insert on {schema}.inbox_replays to {operator};
 grant usage on sequence {schema}.inbox_replays_id_seq to {operator};
 grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb)
-    to {operator}
+    to {operator};
+-- The console (which runs as the operator) keeps its users' sessions: signed in, used,
+-- signed out. These rows hold no part of the log.
+grant select, insert, update, delete on {schema}.inbox_console_sessions to {operator}
 
 -- name: retention
 -- Nothing but the audited functions: they read and delete as the owner (the drop of what

@@ -140,3 +140,19 @@ def test_ordered_events_flow_through_each_role_and_skip_is_the_operators(
     assert seen == [second]
     runs = scalar(db_url, "select created_by || ' ' || kind from inbox_replays")
     assert runs == "olga dead-skip"
+
+
+def test_console_sessions_work_as_the_operator_role(db_url: str, roles: Roles) -> None:
+    from inbox.console import create_app as create_console
+    from tests.console.conftest import OPERATOR, csrf_of, make_settings, sign_in
+
+    app = create_console(make_settings(), dsn=roles.url("operator"))
+    with TestClient(app) as client:
+        sign_in(client, OPERATOR)
+        copied = client.cookies["inbox_console"]
+        assert client.get("/", follow_redirects=False).status_code == 200
+        signed_out = client.post("/logout", data={"csrf": csrf_of(client, "/")})
+        assert signed_out.status_code == 200  # the sign-in form, after the redirect
+    with TestClient(app, cookies={"inbox_console": copied}) as thief:
+        assert thief.get("/", follow_redirects=False).status_code == 303
+    assert scalar(db_url, "select count(*) from inbox_console_sessions") == 0
