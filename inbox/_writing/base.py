@@ -100,6 +100,7 @@ class WriterOptions(TypedDict, total=False):
     connection_kwargs: Mapping[str, Any] | None
     pooler: PoolerMode
     statement_timeout_seconds: float | None
+    groups_in_flight: int
 
 
 class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
@@ -112,6 +113,11 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
     server. ``pooler`` ("auto", "none", "transaction"; ``inbox._core.pooler``) says whether
     the URL reaches PostgreSQL through a transaction pooler: if so, the owned pool prepares
     no statements and sets the timeout per transaction instead of at connection.
+
+    Standalone writes (not ``conn=``) are group-committed (``inbox._writing.groups``):
+    ``groups_in_flight`` is how many group statements may run at once; 2 (the default) lets
+    one commit while the next gathers. It is capped at half the pool, so that writes that go
+    singly (duplicates, failures) find a connection.
     """
 
     def __init__(
@@ -127,8 +133,18 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         connection_kwargs: Mapping[str, Any] | None = None,
         pooler: PoolerMode = "auto",
         statement_timeout_seconds: float | None = None,
+        groups_in_flight: int = 2,
     ) -> None:
         name = type(self).__name__
+        if isinstance(groups_in_flight, bool) or not isinstance(groups_in_flight, int):
+            raise TypeError(
+                f"{name}(groups_in_flight=...) must be an int, got {groups_in_flight!r}"
+            )
+        if groups_in_flight < 1:
+            raise ValueError(
+                f"{name}(groups_in_flight=...) must be at least 1, got {groups_in_flight}"
+            )
+        self._groups_wanted = groups_in_flight
         for option, value, modes in (
             ("notify", notify, NOTIFY_MODES),
             ("pooler", pooler, POOLER_MODES),
@@ -150,7 +166,8 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
             )
             if pooled and limits:
                 self._prelude = settings_statement(limits, local=True)
-            pool = self._make_pool(
+            # Kept to make the pool again in a forked child (InboxWriter).
+            self._pool_recipe = (
                 dsn,
                 owned_pool_options(
                     min_size=min_size,
@@ -163,6 +180,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
                     },
                 ),
             )
+            pool = self._make_pool(*self._pool_recipe)
         elif dsn is not None:
             raise TypeError(f"{name} takes a connection string or pool=, not both")
         self._pool: PoolT = pool

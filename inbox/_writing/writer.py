@@ -8,6 +8,7 @@ write), so ``from inbox import InboxWriter`` loads no driver (tests/test_import_
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
+from inbox._core.errors import InboxError
 from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
 from inbox._writing.plan import (
     NOTIFY_WORK,
@@ -43,6 +45,12 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
     ``psycopg_pool.ConnectionPool``. ``write(..., conn=c)`` joins ``c``'s open transaction
     instead: the event commits or rolls back with the caller's own writes.
     ``connection_kwargs`` go to every connection of an owned pool (``connect_timeout``, ...).
+
+    Standalone writes from many threads are group-committed in the callers' own threads
+    (``inbox._writing.groups_sync``): the writer starts no thread. It is fork-safe: in a
+    child process (gunicorn ``--preload`` makes the writer before forking its workers) the
+    first write leaves the parent's pool alone and makes the writer's own; a writer given a
+    ``pool=`` refuses to write in a child, since that pool's connections are the parent's.
     """
 
     # Set when the writer makes its own pool: prompt reconnection after a server restart.
@@ -60,17 +68,33 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         return pool
 
     def _init_io(self) -> None:
+        from inbox._writing.groups_sync import SyncWriteGroups
+
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
+        self._closed = False
+        self._pid = os.getpid()
+        self._groups = SyncWriteGroups(
+            self._own,
+            self._write_one,
+            max_in_flight=max(1, min(self._groups_wanted, self._pool.max_size // 2)),
+        )
 
     def _write(self, request: WriteRequest, conn: psycopg.Connection[Any] | None) -> WriteResult:
+        if self._closed:
+            raise InboxError("this InboxWriter is closed: make a new one to write")
+        if os.getpid() != self._pid:
+            self._forked()
         plan = self._plan(request, conn)
         with translate_driver_errors(f"writing {request.source}:{request.key}"):
             at = self._partition_wanted(plan)
             if at is not None:
                 self._partition_for(at)
             if conn is None:
-                result = self._write_one(plan.params)
+                if plan.notifies_in_statement:
+                    result = self._write_one(plan.params)
+                else:
+                    result = self._groups.write(plan.params)
             else:
                 try:
                     result = self._run(conn, plan.params)
@@ -81,6 +105,18 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         if self._owes_wake_up(plan, result):
             self._after_commit()
         return result
+
+    def _forked(self) -> None:
+        """In a child process: the pool's connections are the parent's sockets. They are let
+        go, never closed (closing would end the parent's sessions; psycopg does not finish a
+        connection in a process that did not open it), and the child makes its own."""
+        if not self._owns_pool:
+            raise InboxError(
+                "InboxWriter(pool=...) used in a forked child: that pool's connections belong"
+                " to the parent process; make the pool (or the writer) after the fork"
+            )
+        self._pool = self._make_pool(*self._pool_recipe)
+        self._init_io()
 
     def ping(self) -> None:
         """Check that the database answers and holds the inbox schema (health checks).
@@ -171,7 +207,10 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
             log.warning("notify_failed", error=str(exc))
 
     def close(self) -> None:
-        """Send a pending wake-up now, and close the pool if the writer owns it."""
+        """Let the writes in flight finish, send a pending wake-up now, and close the pool if
+        the writer owns it. Writing afterwards raises ``InboxError``."""
+        self._closed = True
+        self._groups.drain(timeout=self._pool.timeout)
         with self._timer_lock:
             timer, self._timer = self._timer, None
         if timer is not None:

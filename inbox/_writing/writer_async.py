@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from inbox._core.db import translate_driver_errors
-from inbox._writing.base import WriterBase, WriterOptions, log, rounds_exhausted, write_rounds
+from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
 from inbox._writing.plan import (
     NOTIFY_WORK,
     PARTITION_FOR,
@@ -28,7 +28,6 @@ from inbox._writing.plan import (
 
 if TYPE_CHECKING:
     import asyncio
-    from typing import Unpack
 
     import psycopg
     from psycopg_pool import AsyncConnectionPool
@@ -50,36 +49,14 @@ class AsyncInboxWriter(
     Use it as ``async with AsyncInboxWriter(dsn) as w`` or call ``await w.open()`` first
     (the first write opens it too). ``await w.write(...)``: ``write`` returns a coroutine.
 
-    Standalone writes are group-committed (``inbox._writing.groups``). ``groups_in_flight``
-    is how many group statements may run at once: 2 (the default) lets one commit while
-    the next gathers, the faster choice while the process has CPU to spare; 1 makes fewer,
-    larger groups, the faster choice when the event loop is the bottleneck (the receiver
-    app, which verifies every request on the same loop, uses 1). It is capped at half the
-    pool, so that writes that go singly (duplicates, failures) find a connection.
+    Standalone writes are group-committed (``inbox._writing.groups``). Of
+    ``groups_in_flight`` (see ``WriterBase``), 1 makes fewer, larger groups, the faster
+    choice when the event loop is the bottleneck (the receiver app, which verifies every
+    request on the same loop, uses 1).
     """
 
     # Set when the writer makes its own pool: prompt reconnection after a server restart.
     _care: AsyncPoolCare | None = None
-
-    def __init__(
-        self,
-        dsn: str | None = None,
-        *,
-        pool: AsyncConnectionPool | None = None,
-        groups_in_flight: int = 2,
-        **options: Unpack[WriterOptions],
-    ) -> None:
-        if isinstance(groups_in_flight, bool) or not isinstance(groups_in_flight, int):
-            raise TypeError(
-                f"AsyncInboxWriter(groups_in_flight=...) must be an int, got {groups_in_flight!r}"
-            )
-        if groups_in_flight < 1:
-            raise ValueError(
-                f"AsyncInboxWriter(groups_in_flight=...) must be at least 1, got {groups_in_flight}"
-            )
-        # Read by `_init_io`, which the base's constructor calls.
-        self._groups_wanted = groups_in_flight
-        super().__init__(dsn, pool=pool, **options)
 
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> AsyncConnectionPool:
         from psycopg_pool import AsyncConnectionPool
@@ -92,7 +69,7 @@ class AsyncInboxWriter(
         return pool
 
     def _init_io(self) -> None:
-        from inbox._writing.groups import WriteGroups
+        from inbox._writing.groups_async import WriteGroups
 
         self._opened = not self._owns_pool
         self._trailing: asyncio.TimerHandle | None = None
