@@ -83,6 +83,12 @@ class Roles:
                 conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
 
 
+def part_url(db_url: str, roles: Roles | None, part: str) -> str:
+    """The URL ``part``'s code under test connects to ``db_url`` with: ``db_url`` itself,
+    or in least-roles mode the session's login for that part."""
+    return db_url if roles is None else roles.on(db_url).url(part)
+
+
 def grant_business_tables(conn: psycopg.Connection[tuple[object, ...]], roles: Roles) -> None:
     """Tables a test makes later for its handlers' writes (``payments``), the worker may
     use: what a DBA grants the worker's role on the business tables (default privileges

@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from inbox.testing import migrated_template, new_database
 from tests._pg import postgres_server
-from tests._roles import Roles, grant_business_tables, least_roles_mode
+from tests._roles import Roles, grant_business_tables, least_roles_mode, part_url
 
 # The `spans` fixture: OpenTelemetry's in-memory exporter (tests/observability, tests/security).
 pytest_plugins = ["tests._spans", "tests._open_connections"]
@@ -47,18 +47,24 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One loud line when the browser tests were skipped for want of Chromium."""
+    """One loud line when the browser tests were skipped for want of Chromium, and one when
+    the pooler tests were for want of PgBouncer."""
+    from tests._pgbouncer import MISSING_PGBOUNCER
     from tests.console._browser import MISSING_BROWSER
 
     skipped = terminalreporter.stats.get("skipped", [])
-    browserless = [r for r in skipped if MISSING_BROWSER in str(r.longrepr)]
-    if browserless:
-        terminalreporter.write_line(
-            f"{len(browserless)} browser tests SKIPPED ({MISSING_BROWSER}):"
-            " apt-get install chromium chromium-driver, or set CI=1 to make this a failure",
-            yellow=True,
-            bold=True,
-        )
+    for missing, what, install in (
+        (MISSING_BROWSER, "browser", "chromium chromium-driver"),
+        (MISSING_PGBOUNCER, "pooler", "pgbouncer"),
+    ):
+        left_out = [r for r in skipped if missing in str(r.longrepr)]
+        if left_out:
+            terminalreporter.write_line(
+                f"{len(left_out)} {what} tests SKIPPED ({missing}):"
+                f" apt-get install {install}, or set CI=1 to make this a failure",
+                yellow=True,
+                bold=True,
+            )
 
 
 @pytest.fixture(scope="session")
@@ -97,13 +103,13 @@ def db_url(pg_server: str, template_db: str) -> Iterator[str]:
 @pytest.fixture
 def receiver_url(db_url: str, least_roles: Roles | None) -> str:
     """The URL the receiver under test connects with (see the module's docstring)."""
-    return db_url if least_roles is None else least_roles.on(db_url).url("receiver")
+    return part_url(db_url, least_roles, "receiver")
 
 
 @pytest.fixture
 def worker_url(db_url: str, least_roles: Roles | None) -> str:
     """The URL the worker under test connects with (see the module's docstring)."""
-    return db_url if least_roles is None else least_roles.on(db_url).url("worker")
+    return part_url(db_url, least_roles, "worker")
 
 
 @pytest.fixture

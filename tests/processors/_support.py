@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,16 @@ def create_business_table(url: str) -> None:
         conn.execute("create table payments (event_id bigint not null, amount int, note text)")
 
 
+def as_configured() -> dict[str, Any]:
+    """``[database] pooler`` and ``listen_url`` as ``inbox worker`` reads them from this
+    environment (tests/pooler sets them): a worker in the test's process runs as the
+    command would."""
+    return {
+        "pooler": os.environ.get("INBOX_DATABASE__POOLER", "auto"),
+        "listen_dsn": os.environ.get("INBOX_DATABASE__LISTEN_URL"),
+    }
+
+
 def run_worker_until(
     url: str,
     router: Router,
@@ -56,6 +67,7 @@ def run_worker_until(
 ) -> WorkerMetrics:
     """``processors.testing.run_until`` with the tests' fast settings, failing the test
     with what was awaited."""
+    options = {**as_configured(), **options}
     try:
         return run_until(url, router, condition, settings=worker_settings or settings(), **options)
     except TimeoutError:
