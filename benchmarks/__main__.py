@@ -17,6 +17,7 @@ BENCHMARKS = {
     "ordering": "ordering",
     "observability": "observability",
     "retention": "retention",
+    "pooler": "pooler",
     "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 

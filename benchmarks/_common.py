@@ -17,7 +17,8 @@ import signal
 import statistics
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -89,6 +90,34 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the parts under test reach the database: directly (the default), or through a
+    transaction pooler, ``pooled`` giving a database's URL through it. Through the pooler
+    the parts run with ``[database] pooler = "transaction"``, and the worker listens on the
+    direct URL (``listen_url``)."""
+
+    label: str = "direct"
+    pooled: Callable[[str], str] | None = None
+
+    def url(self, direct: str) -> str:
+        """The URL the parts connect to, for the database at ``direct``."""
+        return direct if self.pooled is None else self.pooled(direct)
+
+    def env(self, direct: str) -> dict[str, str]:
+        """The settings of an ``inbox`` process on this route (environment variables)."""
+        if self.pooled is None:
+            return {}
+        return {"INBOX_DATABASE__POOLER": "transaction", "INBOX_DATABASE__LISTEN_URL": direct}
+
+    def writer_options(self) -> dict[str, Any]:
+        """The options of a writer in this process."""
+        return {} if self.pooled is None else {"pooler": "transaction"}
+
+
+DIRECT = Route()
 
 
 def child_env(url: str | None = None, **extra: str) -> dict[str, str]:

@@ -11,13 +11,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from benchmarks._common import (
-    median,
-    percentile,
-)
+from benchmarks._common import DIRECT, Route, median, percentile
 from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
-from benchmarks._systems import Env, System, peer, spawn, stop, worker_command
+from benchmarks._systems import Env, System, peer, reach, spawn, stop, worker_command
 from inbox import AsyncInboxWriter
 from inbox.testing import new_database
 
@@ -34,8 +32,10 @@ def read_times(path: Path) -> dict[str, float]:
     return out
 
 
-async def _inbox_writes(url: str, count: int, gap: tuple[float, float], out: Path) -> None:
-    writer = AsyncInboxWriter(url)
+async def _inbox_writes(
+    url: str, count: int, gap: tuple[float, float], out: Path, options: dict[str, Any]
+) -> None:
+    writer = AsyncInboxWriter(url, **options)
     try:
         with out.open("w") as f:
             for i in range(count):
@@ -59,8 +59,15 @@ class Latency:
 
 
 def run_latency(
-    env: Env, system: System, count: int, gap: tuple[float, float], timeout: float
+    env: Env,
+    system: System,
+    count: int,
+    gap: tuple[float, float],
+    timeout: float,
+    route: Route = DIRECT,
 ) -> Latency:
+    """``route``: how pg-inbox's writer and worker reach the database (the peers' always
+    directly)."""
     with (
         new_database(env.server, template=env.templates[system.family]) as url,
         tempfile.TemporaryDirectory(prefix="inbox-bench-lat-") as tmp,
@@ -68,11 +75,15 @@ def run_latency(
         record, commits_path = Path(tmp) / "handled", Path(tmp) / "committed"
         record.touch()
         cmd = worker_command(env, system, url, record=str(record))
-        proc = spawn(env, cmd, url, f"latency-{system.name}", INBOX_BENCH_RECORD=str(record))
+        parts, route_env = reach(route, system, url)
+        proc = spawn(
+            env, cmd, parts, f"latency-{system.name}", INBOX_BENCH_RECORD=str(record), **route_env
+        )
         try:
             time.sleep(3.0)  # connected and idle (LISTEN issued), first sweep done
             if system.family == "inbox":
-                asyncio.run(_inbox_writes(url, count, gap, commits_path))
+                options = route.writer_options()
+                asyncio.run(_inbox_writes(parts, count, gap, commits_path, options))
             else:
                 family, _, driver = system.name.partition("-")
                 args = ["write", family, url, str(count), "--out", str(commits_path)]

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks._common import REPO, child_env
+from benchmarks._common import DIRECT, REPO, Route, child_env
 from benchmarks._http_load import SECRET, SOURCE
 from inbox._core.settings import DatabaseSettings
 
@@ -102,11 +102,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def _running(cmd: list[str], log: Path, health: str) -> Iterator[int]:
+def _running(
+    cmd: list[str], log: Path, health: str, env: Mapping[str, str] | None = None
+) -> Iterator[int]:
     with log.open("ab") as out:
         proc = subprocess.Popen(
             cmd,
-            env=child_env(),
+            env=child_env(**(env or {})),
             cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -125,15 +127,19 @@ def _running(cmd: list[str], log: Path, health: str) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def inbox_serve(db_url: str, logs: Path, workers: int = 1) -> Iterator[Served]:
-    """Run `inbox serve` on ``db_url`` (``--workers`` processes); yield its webhook URL."""
+def inbox_serve(
+    db_url: str, logs: Path, workers: int = 1, route: Route = DIRECT
+) -> Iterator[Served]:
+    """Run `inbox serve` on ``db_url`` (``--workers`` processes, reaching it by ``route``);
+    yield its webhook URL."""
     port = free_port()
     config = logs / f"serve-{port}.toml"
-    config.write_text(serve_config(db_url, port), encoding="utf-8")
+    config.write_text(serve_config(route.url(db_url), port), encoding="utf-8")
     cmd = [sys.executable, "-m", "inbox", "--config", str(config), "serve"]
     if workers != 1:
         cmd += ["--workers", str(workers)]
-    with _running(cmd, logs / f"serve-{port}.log", f"http://127.0.0.1:{port}/healthz") as pid:
+    health = f"http://127.0.0.1:{port}/healthz"
+    with _running(cmd, logs / f"serve-{port}.log", health, route.env(db_url)) as pid:
         yield Served(f"http://127.0.0.1:{port}/webhooks/{SOURCE}", pid, "pg-inbox receiver")
 
 

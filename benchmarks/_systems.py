@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from benchmarks._apps import BUSINESS_TABLE_DDL
-from benchmarks._common import REPO, child_env, fetch_one
+from benchmarks._common import DIRECT, REPO, Route, child_env, fetch_one
 from benchmarks._loading import analyze, load_inbox_backlog
 from inbox._core import migrate as _migrate
 from inbox.testing import create_database, drop_database
@@ -152,6 +152,14 @@ def worker_command(env: Env, system: System, url: str, record: str | None = None
     return cmd
 
 
+def reach(route: Route, system: System, url: str) -> tuple[str, dict[str, str]]:
+    """The URL and settings of ``system``'s processes for the database at ``url``: pg-inbox's
+    by ``route``, a peer's always directly."""
+    if system.family != "inbox":
+        return url, {}
+    return route.url(url), route.env(url)
+
+
 def spawn(env: Env, cmd: list[str], url: str, tag: str, **extra: str) -> subprocess.Popen[bytes]:
     # The child keeps its own copy of the log's descriptor; ours is closed at once.
     with (env.logs / f"{tag}.log").open("ab") as log:
@@ -242,12 +250,21 @@ def drain(
     timeout: float,
     on_progress: Callable[[int, list[subprocess.Popen[bytes]]], None] | None = None,
     tag: str = "drain",
+    route: Route = DIRECT,
 ) -> Drain:
-    """Start the workers on a loaded backlog and time them to an empty queue."""
+    """Start the workers on a loaded backlog and time them to an empty queue (pg-inbox's
+    workers reach the database by ``route``; the count is always read directly)."""
+    parts, route_env = reach(route, system, url)
     with psycopg.connect(url, autocommit=True) as conn:
         spawned = time.monotonic()
         procs = [
-            spawn(env, worker_command(env, system, url), url, f"{tag}-{system.name}-{i}")
+            spawn(
+                env,
+                worker_command(env, system, parts),
+                parts,
+                f"{tag}-{system.name}-{i}",
+                **route_env,
+            )
             for i in range(processes)
         ]
         first_at: float | None = None

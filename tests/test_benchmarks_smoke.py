@@ -58,3 +58,25 @@ def test_the_console_benchmark_runs_at_a_smoke_size(
     report = out.read_text()
     assert "| event detail |" in report
     assert "| GET /events/{id} (detail) |" in report
+
+
+def test_the_pooler_benchmark_runs_at_a_smoke_size(
+    tmp_path: Path, pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m benchmarks pooler` measures `inbox serve`, the wake latency and the drain
+    through PgBouncer and directly, and loses and doubles nothing either way."""
+    from benchmarks import pooler
+    from benchmarks._report_frame import run_driver
+    from tests._pgbouncer import pgbouncer_binary
+
+    pgbouncer_binary()  # skips the test without PgBouncer (fails it where CI is set)
+    monkeypatch.setenv("INBOX_BENCH_DATABASE_URL", pg_server)
+    # the benchmark's own signal handlers are for its command line, not for pytest's process
+    monkeypatch.setattr("benchmarks._report_frame.stop_cleanly_on_signals", lambda: None)
+    out = tmp_path / "pooler.md"
+    code = run_driver(pooler.DRIVER, ["--quick", "--out", str(out)])
+    report = out.read_text()
+    assert code == 0, report
+    assert "| `inbox serve`, req/s at 16 connections |" in report
+    assert "| commit → handler start, p50 ms |" in report
+    assert "PROBLEM" not in report
