@@ -40,6 +40,13 @@ def test_a_prepared_statement_gone_is_an_outage_that_names_the_setting() -> None
     ):
         raise psycopg.errors.InvalidSqlStatementName('prepared statement "_pg3_0" does not exist')
     assert "InvalidSqlStatementName" in str(caught.value)
+    with (
+        pytest.raises(DatabaseUnavailableError, match=r'pooler = "transaction"'),
+        translate_driver_errors("writing shop:k"),
+    ):
+        raise psycopg.errors.DuplicatePreparedStatement(
+            'prepared statement "_pg3_0" already exists'
+        )
 
 
 def _session(writer: InboxWriter) -> tuple[str, int]:

@@ -50,12 +50,14 @@ def translate_driver_errors(action: str) -> Iterator[None]:
             f"{action}: no database connection available: {exc}"
         ) from exc
     except psycopg.Error as exc:
-        unavailable = isinstance(exc, psycopg.OperationalError) or (
-            (exc.sqlstate or "")[:2] in _UNAVAILABLE_CLASSES
+        hint = pooler_hint(exc)
+        unavailable = (
+            isinstance(exc, psycopg.OperationalError)
+            or (exc.sqlstate or "")[:2] in _UNAVAILABLE_CLASSES
+            or hint is not None  # a prepared statement another session made (42P05)
         )
         if not unavailable:
             raise
-        hint = pooler_hint(exc)
         raise DatabaseUnavailableError(
             f"{action}: database unavailable: {type(exc).__name__}: {str(exc).strip()}"
             + (f" ({hint})" if hint else "")

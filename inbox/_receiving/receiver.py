@@ -24,6 +24,7 @@ from typing import Any
 
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
+from inbox._core.pooler import pooler_hint
 from inbox._core.settings import Settings
 from inbox._providers import Provider, Verifier, WebhookRequest, provider
 from inbox._receiving.extract import Extracted, Extraction
@@ -339,7 +340,15 @@ class Receiver:
             return _json_reply(
                 400, {"error": "invalid_idempotency_key", "detail": error}, outcome="bad_request"
             )
-        log.error("webhook_write_failed", source=name, key=pending.key, reason=reason, error=error)
+        fix = pooler_hint(error)
+        log.error(
+            "webhook_write_failed",
+            source=name,
+            key=pending.key,
+            reason=reason,
+            error=error,
+            **({"fix": fix} if fix else {}),
+        )
         self.metrics.observe(name, "unavailable", reason)
         return _json_reply(
             503,

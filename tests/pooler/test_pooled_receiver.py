@@ -168,12 +168,6 @@ def relaxed_pgbouncer(pg_server: str) -> Iterator[PgBouncer]:
         yield b
 
 
-# Not strict: which error a lost statement meets is a matter of timing, so a run may by chance
-# see none of those that still escape.
-@pytest.mark.xfail(
-    strict=False,
-    reason="DuplicatePreparedStatement (42P05) escapes the write as an ASGI exception: 500",
-)
 def test_prepared_statements_lost_in_the_pool_are_503_never_500(
     tmp_path: Path,
     db_url: str,

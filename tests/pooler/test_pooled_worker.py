@@ -23,7 +23,6 @@ from tests._commands import environment, run_inbox
 from tests._pgbouncer import SESSION_SETTINGS, PgBouncer, current_settings
 from tests._roles import Roles, part_url
 from tests._wait import rows, scalar, wait_for
-from tests.processors import test_faults
 from tests.processors._procs import WorkerProcess
 from tests.processors._support import create_business_table
 from tests.processors.test_faults import (
@@ -48,21 +47,6 @@ NO_POLL = {"INBOX_WORKER__POLL_INTERVAL_SECONDS": "300"}
 # How soon a notified worker must have handled an event (the poll would take 300 s).
 WOKEN_WITHIN_SECONDS = 5.0
 BURST = 300
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="each claim loop holds its claim transaction while it waits for a second server"
-    " connection (its claim counters): 6 loops on a pool of 3 stall until PgBouncer's"
-    " query_wait_timeout",
-)
-def test_three_worker_processes_share_the_backlog_exactly_once(
-    db_url: str, worker_url: str, tmp_path: Path, workers: list[WorkerProcess]
-) -> None:
-    test_faults.test_three_worker_processes_share_the_backlog_exactly_once(
-        db_url, worker_url, tmp_path, workers
-    )
 
 
 def write_orders(url: str, numbers: range) -> None:

@@ -85,8 +85,9 @@ def test_serve_with_an_unreachable_database(tmp_path: Path, unused_tcp_port: int
             started = time.monotonic()
             for _ in range(5):
                 assert healthz() == 503
-            # Known down: no call waits for the pool (2 s each, 10 s for the five).
-            assert time.monotonic() - started < 2.0
+            # Known down: no call waits for the pool (2 s each, 10 s for the five; half of
+            # that leaves room for a loaded machine).
+            assert time.monotonic() - started < 5.0
         finally:
             process.send_signal(signal.SIGTERM)
             _out, err = process.communicate(timeout=30)
