@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
+from inbox._core.masking import mask_password
 from inbox._core.pooler import pooler_hint
 
 __all__ = ["translate_driver_errors"]
@@ -59,6 +60,6 @@ def translate_driver_errors(action: str) -> Iterator[None]:
         if not unavailable:
             raise
         raise DatabaseUnavailableError(
-            f"{action}: database unavailable: {type(exc).__name__}: {str(exc).strip()}"
-            + (f" ({hint})" if hint else "")
+            f"{action}: database unavailable: {type(exc).__name__}:"
+            f" {mask_password(str(exc).strip())}" + (f" ({hint})" if hint else "")
         ) from exc

@@ -15,6 +15,7 @@ from alembic.util import CommandError
 from alembic import command
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
+from inbox._core.masking import mask_password
 from inbox._core.sections import RetentionSettings
 from inbox._core.sql import load_queries
 
@@ -48,7 +49,9 @@ def _translated(action: str) -> Iterator[None]:
     except CommandError as exc:  # an unknown revision, mostly
         raise MigrationError(f"{action}: {exc} (`inbox db current` shows where it is)") from exc
     except sqlalchemy.exc.OperationalError as exc:
-        raise DatabaseUnavailableError(f"{action}: database unavailable: {exc.orig}") from exc
+        raise DatabaseUnavailableError(
+            f"{action}: database unavailable: {mask_password(str(exc.orig))}"
+        ) from exc
 
 
 def upgrade(url: str, revision: str = "head", retention: RetentionSettings | None = None) -> None:

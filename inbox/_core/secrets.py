@@ -12,7 +12,6 @@ every secret's value redacted and passwords in connection strings masked.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 from pydantic import SecretStr, ValidationError
 
 from inbox._core.errors import ConfigError
+from inbox._core.logs import get_logger
+from inbox._core.masking import mask_password
 
 __all__ = [
     "REDACTED",
@@ -29,6 +30,7 @@ __all__ = [
     "mask_password",
     "names_a_secret",
     "read_secrets_file",
+    "warn_if_readable_by_others",
 ]
 
 REDACTED = "<redacted>"
@@ -42,8 +44,36 @@ def names_a_secret(location: Sequence[object]) -> bool:
     return any(part in _SECRET_KEYS for part in location)
 
 
+# The files already warned about: a part reads its secrets more than once.
+_WARNED: set[Path] = set()
+
+
+def warn_if_readable_by_others(path: Path, setting: str) -> None:
+    """One warning per file when a key or secrets file is open to its group or to others,
+    as ssh and PostgreSQL say of theirs (PostgreSQL allows the group's read of a file that
+    root owns, for a group of services such as ssl-cert)."""
+    try:
+        status = path.stat()  # through a symlink: Kubernetes mounts secrets as links
+    except OSError:
+        return  # reading it says what is wrong
+    exposed = status.st_mode & 0o077
+    if status.st_uid == 0:
+        exposed &= ~0o040
+    if not exposed or path in _WARNED:
+        return
+    _WARNED.add(path)
+    get_logger("inbox").warning(
+        "secret_file_readable_by_others",
+        setting=setting,
+        path=str(path),
+        mode=f"{status.st_mode & 0o777:04o}",
+        fix=f"chmod 600 {path} (Kubernetes: defaultMode 0400 on the secret's volume)",
+    )
+
+
 def read_secrets_file(path: Path, source: str) -> list[str]:
     field = f"sources.{source}"
+    warn_if_readable_by_others(path, f"sources.{source}.secrets_file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -127,14 +157,6 @@ def config_report(dumped: Mapping[str, Any], path: Path | None) -> list[tuple[st
 
 # The settings' error boundary (inbox._core.settings.load_settings).
 
-_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
-_PASSWORD_PAIR = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
-
-
-def mask_password(text: str) -> str:
-    """``text`` with any password of a connection string in it replaced by ``***``."""
-    return _PASSWORD_PAIR.sub(r"\1***", _PASSWORD_IN_URL.sub(r"\1***@", text))
-
 
 def _error_origin(loc: tuple[int | str, ...], path: Path | None) -> str:
     """Where the value at ``loc`` came from: the variable that set it, else the file."""
@@ -146,6 +168,10 @@ def _error_origin(loc: tuple[int | str, ...], path: Path | None) -> str:
         if name in os.environ:
             return f"environment variable {name}"
     return str(path) if path is not None else "environment (INBOX_*)"
+
+
+def _masked(value: Any) -> Any:
+    return mask_password(value) if isinstance(value, str) else value
 
 
 def config_error(exc: ValidationError, path: Path | None) -> ConfigError:
@@ -167,7 +193,8 @@ def config_error(exc: ValidationError, path: Path | None) -> ConfigError:
             if isinstance(got, str | int | float) and str(got):
                 message = message.replace(str(got), REDACTED)
         else:
-            shown = "" if isinstance(got, dict | list) else f" = {mask_password(repr(got))}"
+            # Masked before repr(), whose escapes would hide a quoted password's end.
+            shown = "" if isinstance(got, dict | list) else f" = {_masked(got)!r}"
         problems.append(f"{field}{shown}: {message}")
     where = " and ".join(sorted(origins))
     message = f"invalid configuration in {where}: " + "; ".join(problems)

@@ -25,7 +25,7 @@ from pydantic import (
 
 from inbox._core.errors import ConfigError
 from inbox._core.schemes import SCHEMES
-from inbox._core.secrets import mask_password
+from inbox._core.secrets import mask_password, warn_if_readable_by_others
 from inbox._core.specs import parse_spec
 
 __all__ = [
@@ -112,17 +112,26 @@ class DatabaseSettings(_Section):
         import psycopg  # the driver is loaded only when there is a URL to check
         from psycopg.conninfo import conninfo_to_dict
 
+        if "://" in value and value.partition("?")[0].count("@") > 1:
+            # libpq would take the text after the first "@" for the host, and its errors
+            # would quote that part of the password.
+            raise ValueError(
+                'the user or password holds an "@"; percent-encode it as %40'
+                " (postgresql://USER:PASSWORD@HOST/DBNAME)"
+            )
         try:
             params = conninfo_to_dict(value)
         except psycopg.ProgrammingError as exc:
+            # libpq's message quotes the text it stumbled on, which may be the password.
+            reason = str(exc).strip().removesuffix(" in connection info string")
             raise ValueError(
-                "not a PostgreSQL connection string"
-                f" ({mask_password(str(exc).strip().removesuffix(' in connection info string'))});"
+                f"not a PostgreSQL connection string ({mask_password(reason, value)});"
                 " expected postgresql://USER@HOST:5432/DBNAME or key=value pairs"
             ) from None
         port = str(params.get("port", ""))
         if port and not all(p.strip().isdigit() for p in port.split(",")):
-            raise ValueError(f"the port must be a number, got {port!r}")
+            # A "/" in a URL's password ends libpq's host part early: the "port" may be it.
+            raise ValueError(mask_password(f'the port must be a number, got "{port}"', value))
         return value
 
 
@@ -385,6 +394,7 @@ class ConsoleSettings(_Section):
         if self.secret_key_env and os.environ.get(self.secret_key_env):
             return os.environ[self.secret_key_env]
         if self.secret_key_file is not None:
+            warn_if_readable_by_others(self.secret_key_file, "console.secret_key_file")
             try:
                 return self.secret_key_file.read_text(encoding="utf-8").strip() or None
             except OSError as exc:

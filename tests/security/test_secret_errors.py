@@ -96,6 +96,7 @@ def test_a_bad_secrets_file_is_named_its_contents_never_shown(
         (SECRET.encode() + b"\xff\xfe\n", f"secrets_file {secrets} is not UTF-8 text"),
     ]:
         secrets.write_bytes(contents)
+        secrets.chmod(0o600)  # private, as it should be: one line, the error's
         result = _inbox(config, *command)
         output = result.stdout + result.stderr
         assert SECRET.removeprefix("whsec_") not in output, output
