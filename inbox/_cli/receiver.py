@@ -28,7 +28,7 @@ from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
 from inbox._core.privileges import require_privileges
 from inbox._core.runtime import database_url, where_settings_came_from
-from inbox._core.settings import Settings
+from inbox._core.settings import ReceiverSettings, Settings
 from inbox._receiving.samples import build_sample
 from inbox.contrib._asgi import create_app
 
@@ -64,26 +64,45 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             sources=[s.name for s in settings.sources],
             workers=args.workers,
         )
-        return run_receiver(served, host, port, args.workers)
+        return run_receiver(served, host, port, args.workers, settings.receiver)
 
 
-def run_receiver(app: Any, host: str, port: int, workers: int = 1) -> int:
+def run_receiver(
+    app: Any, host: str, port: int, workers: int = 1, limits: ReceiverSettings | None = None
+) -> int:
     """Serve ``app`` on uvicorn until SIGINT/SIGTERM, in ``workers`` processes; return the
     exit status once it has stopped cleanly."""
-    config = receiver_config(app, host, port)
+    config = receiver_config(app, host, port, limits)
     if workers > 1:
         return serve_in_processes(_serve_on, config, workers)
     _serve_on(config)
     return 0
 
 
-def receiver_config(app: Any, host: str, port: int) -> uvicorn.Config:
-    """How every receiver (``inbox serve``, ``inbox dev``) runs on uvicorn."""
+def receiver_config(
+    app: Any, host: str, port: int, limits: ReceiverSettings | None = None
+) -> uvicorn.Config:
+    """How every receiver (``inbox serve``, ``inbox dev``) runs on uvicorn, with the
+    ``[receiver]`` limits on what a client may hold (default: their defaults)."""
     server = require_extra("uvicorn", "server", "the HTTP receiver")
+    require_extra("httptools", "server", "the HTTP receiver")
+    from inbox._cli.http_limits import HttpLimits, limited_protocol  # imports uvicorn
+
+    limits = limits or ReceiverSettings()
+    protocol = limited_protocol(
+        HttpLimits(
+            max_header_bytes=limits.max_header_bytes,
+            max_headers=limits.max_headers,
+            head_timeout_seconds=limits.head_timeout_seconds,
+            body_timeout_seconds=limits.body_timeout_seconds,
+        )
+    )
     config: uvicorn.Config = server.Config(
         app,
         host=host,
         port=port,
+        http=protocol,
+        limit_concurrency=limits.max_connections,  # uvicorn's own: 503 past it
         lifespan="on",
         access_log=False,
         log_config=None,  # the CLI configured logging already; uvicorn must not redo it

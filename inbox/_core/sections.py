@@ -272,6 +272,15 @@ class ReceiverSettings(_Section):
         default_factory=lambda: ["authorization", "cookie", "proxy-authorization"]
     )
     write_timeout_seconds: float = Field(default=5.0, gt=0)
+    # What one client may hold (inbox._cli.http_limits): a head over max_header_bytes or
+    # with more than max_headers fields gets 431; a head not received within
+    # head_timeout_seconds, or a body not within body_timeout_seconds of its head, 408;
+    # past max_connections open connections, each new request gets 503.
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_headers: int = Field(default=100, ge=10)
+    head_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=1000, ge=1)
 
 
 class AppSettings(_Section):

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_BATCH_SIZE",
     "ConsoleSettings",
     "DatabaseSettings",
+    "ReceiverSettings",
     "Settings",
     "SourceSettings",
     "WorkerSettings",

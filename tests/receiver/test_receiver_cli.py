@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,11 +67,9 @@ def wait_until_healthy(url: str, process: subprocess.Popen[str], deadline_s: flo
     raise AssertionError(f"{url} never became healthy")
 
 
-@pytest.fixture
-def served(
-    tmp_path: Path, receiver_url: str, unused_tcp_port: int, rsa_pair: RsaPair
-) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
-    config = write_config(tmp_path / "inbox.toml", receiver_url, unused_tcp_port, rsa_pair)
+@contextlib.contextmanager
+def serving(config: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+    """`inbox serve` with ``config``, healthy on ``port``, until SIGTERM at the end."""
     process = subprocess.Popen(
         [sys.executable, "-m", "inbox._cli.main", "--config", str(config), "serve"],
         stdout=subprocess.PIPE,
@@ -78,12 +77,21 @@ def served(
         text=True,
     )
     try:
-        wait_until_healthy(f"http://127.0.0.1:{unused_tcp_port}/healthz", process)
-        yield config, unused_tcp_port, process
+        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", process)
+        yield process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         process.communicate(timeout=30)
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path, receiver_url: str, unused_tcp_port: int, rsa_pair: RsaPair
+) -> Iterator[tuple[Path, int, subprocess.Popen[str]]]:
+    config = write_config(tmp_path / "inbox.toml", receiver_url, unused_tcp_port, rsa_pair)
+    with serving(config, unused_tcp_port) as process:
+        yield config, unused_tcp_port, process
 
 
 def test_send_signs_posts_and_prints_the_event_id(

@@ -191,7 +191,7 @@ def _serve(
     apply_sql(url, plan.schema)
     app, extra = _dev_app(plan, url, base)
     worker = DevWorker(plan, args, url, guardian, stops.worker_died)
-    receiver = ReceiverThread(app, sock, stops.receiver_ended)
+    receiver = ReceiverThread(app, sock, stops.receiver_ended, plan.settings.receiver)
     stopped_by: int | None = None
     state_file: Path | None = None
     try:

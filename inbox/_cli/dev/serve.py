@@ -11,6 +11,7 @@ from typing import Any
 
 from inbox._cli.receiver import receiver_config
 from inbox._core.errors import ConfigError
+from inbox._core.settings import ReceiverSettings
 
 __all__ = ["ReceiverThread", "base_url", "take_address"]
 
@@ -52,11 +53,13 @@ class ReceiverThread:
     (gracefully: requests in flight finish, then the app's shutdown runs).
     """
 
-    def __init__(self, app: Any, sock: socket.socket, on_end: Any) -> None:
+    def __init__(
+        self, app: Any, sock: socket.socket, on_end: Any, limits: ReceiverSettings | None = None
+    ) -> None:
         import uvicorn
 
         host, port = sock.getsockname()[:2]
-        self._server = uvicorn.Server(receiver_config(app, host, port))
+        self._server = uvicorn.Server(receiver_config(app, host, port, limits))
         self._sock = sock
         self._on_end = on_end
         self._thread = threading.Thread(target=self._serve, name="inbox dev receiver")
