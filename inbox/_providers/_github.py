@@ -1,7 +1,9 @@
 """GitHub: ``X-Hub-Signature-256: sha256=<hex>``, HMAC-SHA256 over the raw body.
 
-GitHub signs no timestamp, so there is no replay window to check here: the delivery id
-(``X-GitHub-Delivery``) as idempotency key is what makes a replayed delivery harmless.
+GitHub signs no timestamp, so there is no replay window to check here, nor the delivery id
+(``X-GitHub-Delivery``, the key) or the event (``X-GitHub-Event``, the type): a delivery
+re-sent under a new id is a new event unless the source keys on the body's hash
+(``key_from = "body-sha256"``, docs/security.md).
 """
 
 from __future__ import annotations

@@ -182,5 +182,19 @@ def _id_header(options: Mapping[str, object]) -> tuple[Spec, ...]:
     return (Spec("header", id_header.lower()),) if isinstance(id_header, str) and id_header else ()
 
 
+def _unsigned_id_header(options: Mapping[str, object]) -> str | None:
+    # An id header that signed_content leaves out: a captured delivery re-sent with a new id
+    # verifies, and is a new event.
+    recipe = parse_recipe(options)
+    signed = any(is_ph and text == "id" for is_ph, text in recipe.template)
+    return None if recipe.id_header is None or signed else recipe.id_header
+
+
 # No provider convention: the key is the body hash unless the recipe names an id header.
-PROVIDER = Provider(name="hmac", verifier=_verifier, signer=_signer, option_key_specs=_id_header)
+PROVIDER = Provider(
+    name="hmac",
+    verifier=_verifier,
+    signer=_signer,
+    option_key_specs=_id_header,
+    unsigned_key_header=_unsigned_id_header,
+)

@@ -143,6 +143,9 @@ class Provider:
     handshake: Callable[[WebhookRequest], dict[str, Any] | None] | None = None
     # Accepts anything: the receiver warns at start-up.
     unverified: bool = False
+    # The header a source's options take the key from without signing it (the hmac
+    # recipe's id_header outside signed_content), else None: the receiver warns at start-up.
+    unsigned_key_header: Callable[[Mapping[str, object]], str | None] | None = None
     # A made-up shared secret in the provider's format, for `inbox dev` and inbox.testing
     # (None: the scheme signs with keys, or with nothing).
     dev_secret: Callable[[], str] | None = None

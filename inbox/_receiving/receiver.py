@@ -25,7 +25,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._core.pooler import pooler_hint
-from inbox._core.settings import Settings
+from inbox._core.settings import Settings, SourceSettings
 from inbox._providers import Provider, Verifier, WebhookRequest, provider
 from inbox._receiving.extract import Extracted, Extraction
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
@@ -149,6 +149,22 @@ def _announced_length(headers: Mapping[str, str]) -> int | None:
     return int(raw) if raw.isdigit() and raw.isascii() else None
 
 
+def _warn_if_key_unsigned(source: SourceSettings, record: Provider) -> None:
+    """One line when the key comes from a header the signature does not cover: a captured
+    delivery re-sent with a new id would verify and be a new event."""
+    if source.key_from is not None or record.unsigned_key_header is None:
+        return
+    header = record.unsigned_key_header(source.options)
+    if header is not None:
+        log.warning(
+            "source_key_unsigned",
+            source=source.name,
+            header=header,
+            hint='add {id} to signed_content, or set key_from = "body-sha256" so that a'
+            " re-sent body is a duplicate whatever its id (docs/security.md)",
+        )
+
+
 class Receiver:
     """The receiving rules of a set of sources; one instance serves every request.
 
@@ -184,6 +200,7 @@ class Receiver:
                     source=source.name,
                     hint="verifier 'none' accepts anything: use it for trusted internal senders",
                 )
+            _warn_if_key_unsigned(source, self._sources[source.name].provider)
 
     @property
     def sources(self) -> Mapping[str, ReceivingSource]:
