@@ -8,6 +8,7 @@ import importlib
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 import anyio
@@ -20,6 +21,10 @@ from inbox._core.logs import get_logger
 from inbox._core.privileges import require_privileges
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
+from inbox._core.systemd import Notifier, notify
+from processors._health import WorkerHealth
+from processors._metrics import WorkerMetrics
+from processors._probes import ProbeServer
 from processors._router import Router
 from processors._version import code_version
 from processors._worker import Worker
@@ -77,13 +82,10 @@ class _EarlySignals:
     def _note(self, signum: int, frame: object) -> None:
         self.received = signum
         self.arrived.set()
+        notify("STOPPING=1")
 
 
-async def _serve(worker: Worker, metrics_port: int | None, early: _EarlySignals) -> None:
-    if metrics_port is not None:
-        from prometheus_client import start_http_server
-
-        start_http_server(metrics_port, addr="127.0.0.1", registry=worker.metrics.registry)
+async def _serve(worker: Worker, early: _EarlySignals) -> None:
     async with anyio.create_task_group() as tg:
 
         async def on_signals() -> None:
@@ -93,6 +95,7 @@ async def _serve(worker: Worker, metrics_port: int | None, early: _EarlySignals)
                     worker.request_stop()
                 async for signum in signals:
                     log.info("signal_received", signal=signal.Signals(signum).name)
+                    notify("STOPPING=1")
                     worker.request_stop()
 
         tg.start_soon(on_signals)
@@ -139,27 +142,47 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     router = load_router(spec)
     if args.check:
         return 0  # the handlers import: what `inbox dev` asks before it starts anything
-    with database_url(settings, say=say, part="worker") as url:
-        if not _check_schema(url, early):
-            return 0  # stopped before it started: nothing was claimed
-        require_privileges(url, "worker", "inbox worker")
-        version = code_version(router, settings.app.version).version
-        worker = Worker(
-            url,
-            router,
-            settings.worker,
-            concurrency=args.concurrency,
-            version=version,
-            pooler=settings.database.pooler,
-            listen_dsn=settings.database.listen_url,
-            connect_timeout_seconds=settings.database.connect_timeout_seconds,
-        )
-        if args.metrics_port is not None:
-            worker.metrics.watch_queue(url, worker=worker.name)
-        with daemon_gc():
-            run_daemon_loop(
-                _serve, worker, args.metrics_port, early, loop=settings.worker.event_loop
+    # The probes and systemd hear from the worker before it waits for its database: alive
+    # meanwhile, not ready. A probe that went unanswered while the database is down would
+    # have an orchestrator restart the worker for nothing.
+    metrics = WorkerMetrics()
+    health = WorkerHealth(settings.worker, concurrency=args.concurrency)
+    probes = (
+        None
+        if args.metrics_port is None
+        else ProbeServer(args.metrics_host, args.metrics_port, metrics.registry, health)
+    )
+    notifier = Notifier(
+        ready=lambda: health.readiness(time.monotonic()).ok,
+        alive=lambda: health.liveness(time.monotonic()).ok,
+    )
+    notifier.start()
+    try:
+        with database_url(settings, say=say, part="worker") as url:
+            if not _check_schema(url, early):
+                return 0  # stopped before it started: nothing was claimed
+            require_privileges(url, "worker", "inbox worker")
+            version = code_version(router, settings.app.version).version
+            worker = Worker(
+                url,
+                router,
+                settings.worker,
+                concurrency=args.concurrency,
+                version=version,
+                pooler=settings.database.pooler,
+                listen_dsn=settings.database.listen_url,
+                connect_timeout_seconds=settings.database.connect_timeout_seconds,
+                metrics=metrics,
+                health=health,
             )
+            if probes is not None:
+                metrics.watch_queue(url, worker=worker.name)
+            with daemon_gc():
+                run_daemon_loop(_serve, worker, early, loop=settings.worker.event_loop)
+    finally:
+        notifier.stop()
+        if probes is not None:
+            probes.close()
     return 0
 
 
@@ -175,7 +198,15 @@ def register(commands: Any) -> None:
         help="claim loops in this process (default 1)",
     )
     worker.add_argument(
-        "--metrics-port", type=port, default=None, help="serve Prometheus metrics on 127.0.0.1"
+        "--metrics-port",
+        type=port,
+        default=None,
+        help="serve Prometheus metrics and the /livez and /readyz probes on this port",
+    )
+    worker.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="the interface of --metrics-port (default 127.0.0.1; 0.0.0.0 for a kubelet)",
     )
     worker.add_argument(
         "--check", action="store_true", help="only import the handlers, then exit (0: they load)"

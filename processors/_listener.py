@@ -58,6 +58,7 @@ class Listener:
         health_interval_seconds: float,
         worker: str,
         on_connected: Callable[[], None] | None = None,
+        on_up: Callable[[bool], None] | None = None,
         connect_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self._dsn = dsn
@@ -68,6 +69,7 @@ class Listener:
         self._health_interval = health_interval_seconds
         self._worker = worker
         self._on_connected = on_connected
+        self._on_up = on_up
         self._rng = random.Random()
         self._outage = Outage()
 
@@ -76,7 +78,7 @@ class Listener:
         try:
             await self._run()
         finally:
-            self._metrics.listener_up.set(0)  # stopped: nothing listens any more
+            self._up(False)  # stopped: nothing listens any more
 
     async def _run(self) -> None:
         failures = 0
@@ -95,7 +97,7 @@ class Listener:
                     await conn.execute(LISTEN)
                     failures = 0
                     self._outage.recovered(time.monotonic())
-                    self._metrics.listener_up.set(1)
+                    self._up(True)
                     log.info("listener_connected", worker=self._worker)
                     # Anything committed while we were not listening: sweep now.
                     self._wakeup.set()
@@ -106,7 +108,7 @@ class Listener:
                     await conn.close()
             except (psycopg.Error, OSError, TimeoutError) as exc:
                 failures += 1
-                self._metrics.listener_up.set(0)
+                self._up(False)
                 self._metrics.listener_reconnects.inc()
                 delay = reconnect_delay(failures, self._rng)
                 if self._outage.failed(time.monotonic()):
@@ -119,6 +121,11 @@ class Listener:
                 # The claim loops keep polling meanwhile; wake them so they sweep now.
                 self._wakeup.set()
                 await anyio.sleep(delay)
+
+    def _up(self, up: bool) -> None:
+        self._metrics.listener_up.set(1 if up else 0)
+        if self._on_up is not None:
+            self._on_up(up)
 
     async def _listen(self, conn: psycopg.AsyncConnection[Any]) -> None:
         while True:

@@ -33,6 +33,7 @@ from processors._decide import (
 )
 from processors._errors import ProcessingError
 from processors._gate import SuspectGate
+from processors._health import TICK_SECONDS, WorkerHealth
 from processors._listener import Listener, Wakeup
 from processors._metrics import WorkerMetrics
 from processors._router import Router
@@ -107,6 +108,7 @@ class Worker:
         pooler: PoolerMode = "auto",
         listen_dsn: str | None = None,
         connect_timeout_seconds: float | None = None,
+        health: WorkerHealth | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -123,6 +125,8 @@ class Worker:
         self._concurrency = concurrency
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.metrics = metrics or WorkerMetrics()
+        # What the probes and the systemd watchdog read (processors._health).
+        self.health = health or WorkerHealth(settings, concurrency=concurrency)
         self._grace = (
             grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
         )
@@ -162,6 +166,8 @@ class Worker:
         if not self._stopping:
             log.info("worker_stopping", worker=self.name)
         self._stopping = True
+        # Not ready from now on, while the current batches finish.
+        self.health.draining = True
         if self._stop_requested is not None:
             self._stop_requested.set()
         if self._wakeup is not None:
@@ -195,12 +201,14 @@ class Worker:
             stop_requested.set()
         loops_left = self._concurrency
         loops_done = anyio.Event()
+        self.health.started(time.monotonic(), listening=listen)
 
         async def loop(n: int, wakeup: Wakeup) -> None:
             nonlocal loops_left
             try:
                 await self._claim_loop(n, wakeup, stop_requested)
             finally:
+                self.health.left(n)
                 loops_left -= 1
                 if loops_left == 0:
                     loops_done.set()
@@ -215,12 +223,14 @@ class Worker:
                     health_interval_seconds=min(self._settings.poll_interval_seconds, 5.0),
                     worker=self.name,
                     connect_kwargs=self._connect,
+                    on_up=self._listener_up,
                 )
                 tg.start_soon(listener.run)
             for n in range(self._concurrency):
                 tg.start_soon(loop, n, wakeup)
             tg.start_soon(self._keep_partitions_ahead)
             tg.start_soon(self._heartbeat)
+            tg.start_soon(self._tick)
             if stop is not None:
                 tg.start_soon(self._stop_when, stop)
             await stop_requested.wait()
@@ -230,6 +240,7 @@ class Worker:
             if grace.cancelled_caught:
                 log.warning("worker_grace_expired", worker=self.name, grace_seconds=self._grace)
             tg.cancel_scope.cancel()
+        self.health.running = False
         await self._report_stopped()
         log.info("worker_stopped", worker=self.name)
 
@@ -291,6 +302,15 @@ class Worker:
             if conn is not None:
                 await conn.close()
 
+    def _listener_up(self, up: bool) -> None:
+        self.health.listener_up = up
+
+    async def _tick(self) -> None:
+        """Say that the event loop runs (a probe in another thread reads it)."""
+        while True:
+            self.health.tick(time.monotonic())
+            await anyio.sleep(TICK_SECONDS)
+
     async def _stop_when(self, stop: anyio.Event) -> None:
         await stop.wait()
         self.request_stop()
@@ -339,9 +359,12 @@ class Worker:
         unresolved: list[int] = []
         worker = f"{self.name}/{n}"
         cursor = ClaimCursor()
+        health = self.health
         while not self._stopping:
+            health.step(n, time.monotonic())
             try:
                 async with self._connections(n) as session:
+                    health.connected(n, True)
                     self._reconnected(worker)
                     if n == 0:
                         await self._store.register_worker(session.side, self.name, self._started_at)
@@ -349,8 +372,10 @@ class Worker:
                         await self._resolve_lost_commit(session.conn, unresolved, worker)
                         unresolved = []
                     while not self._stopping:
+                        health.step(n, time.monotonic())
                         wake = wakeup.current()
                         claimed = await self._one_batch(session, n, cursor)
+                        health.connected(n, True)
                         # Only a round that worked resets the backoff: an error that follows
                         # every fresh connection must not become a busy loop.
                         failures = 0
@@ -362,15 +387,18 @@ class Worker:
                             # scheduled by any process, sets the wait.
                             due_in = await self._store.next_due_in(session.side)
                             poll = self._settings.poll_interval_seconds
+                            health.step(n, time.monotonic())
                             with anyio.move_on_after(idle_wait_seconds(poll, due_in)):
                                 await wake.wait()
             except CommitOutcomeUnknownError as exc:
+                health.connected(n, False)
                 unresolved = exc.event_ids
                 failures += 1
                 await self._back_off(worker, failures, exc, stop_requested)
             except (psycopg.Error, OSError) as exc:
                 # The connections are closed on the way out (a batch in flight rolls back
                 # whole); the loop reconnects with backoff.
+                health.connected(n, False)
                 failures += 1
                 await self._back_off(worker, failures, exc, stop_requested)
 

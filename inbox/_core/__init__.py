@@ -6,7 +6,7 @@ connections and their care (``db``, ``pool_care``, ``outage``, ``pooler``); the 
 (``sql``); the embedded PostgreSQL (``embedded``) and the database URL a command runs against
 (``runtime``); the error tree (``errors``); the migrations runner (``migrate``); optional
 extras (``extras``); lazy loading (``lazy``); the argparse number types both sides' commands
-use (``arguments``).
+use (``arguments``); what the daemons tell systemd (``systemd``).
 
 May import: nothing of ``inbox`` outside this room. It is the only internal code that
 ``processors`` may import (import-linter holds both rules, pyproject.toml).
@@ -28,4 +28,5 @@ __all__ = [
     "settings",
     "specs",
     "sql",
+    "systemd",
 ]
