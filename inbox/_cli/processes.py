@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from inbox._core.logs import get_logger
+from inbox._core.systemd import notify
 
 __all__ = ["serve_in_processes"]
 
@@ -54,6 +55,8 @@ def serve_in_processes(
                 _child(serve_one, config, sock)
             children[pid] = number
         log.info("receiver_processes_started", workers=workers, pids=sorted(children))
+        # systemd hears from this process only (NotifyAccess=main): ready once they run.
+        notify("READY=1")
         return _supervise(children, grace_seconds)
     finally:
         sock.close()
@@ -65,6 +68,7 @@ def _child(serve_one: Any, config: Any, sock: socket.socket) -> None:
     code = 1
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+        os.environ.pop("NOTIFY_SOCKET", None)  # the parent speaks to systemd for all
         serve_one(config, [sock])
         code = 0
     except BaseException as exc:  # noqa: BLE001 - a process's end is reported, then exits
@@ -81,6 +85,7 @@ def _supervise(children: dict[int, int], grace_seconds: float) -> int:
         received = signal.sigwait(HANDLED)
         if received != signal.SIGCHLD:
             log.info("receiver_stopping", signal=signal.Signals(received).name)
+            notify("STOPPING=1")
             break
         if any(status != 0 for status in _reap(children)):
             failed = True

@@ -29,8 +29,10 @@ from inbox._core.logs import get_logger
 from inbox._core.privileges import require_privileges
 from inbox._core.runtime import database_url, where_settings_came_from
 from inbox._core.settings import ReceiverSettings, Settings
+from inbox._core.systemd import Notifier, notify
 from inbox._receiving.samples import build_sample
 from inbox.contrib._asgi import create_app
+from inbox.contrib._probes import ReceiverProbes
 
 if TYPE_CHECKING:
     import uvicorn  # the server extra: imported when serving, named here for types
@@ -64,18 +66,39 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             sources=[s.name for s in settings.sources],
             workers=args.workers,
         )
-        return run_receiver(served, host, port, args.workers, settings.receiver)
+        return run_receiver(
+            served, host, port, args.workers, settings.receiver, probes=app.state.probes
+        )
 
 
 def run_receiver(
-    app: Any, host: str, port: int, workers: int = 1, limits: ReceiverSettings | None = None
+    app: Any,
+    host: str,
+    port: int,
+    workers: int = 1,
+    limits: ReceiverSettings | None = None,
+    probes: ReceiverProbes | None = None,
 ) -> int:
     """Serve ``app`` on uvicorn until SIGINT/SIGTERM, in ``workers`` processes; return the
-    exit status once it has stopped cleanly."""
+    exit status once it has stopped cleanly.
+
+    Under a systemd ``Type=notify`` unit, one process says ``READY=1`` once ``probes`` (the
+    receiver app's) says its pool connected, and feeds the watchdog while its event loop
+    beats; several processes are said ready once started (serve_in_processes)."""
     config = receiver_config(app, host, port, limits)
     if workers > 1:
         return serve_in_processes(_serve_on, config, workers)
-    _serve_on(config)
+    notifier = None
+    if probes is not None:
+        notifier = Notifier(
+            ready=lambda: probes.connected, alive=lambda: probes.alive(time.monotonic())
+        )
+        notifier.start()
+    try:
+        _serve_on(config)
+    finally:
+        if notifier is not None:
+            notifier.stop()
     return 0
 
 
@@ -119,7 +142,13 @@ def receiver_config(
 
 def _serve_on(config: uvicorn.Config, sockets: list[socket.socket] | None = None) -> None:
     uvicorn = require_extra("uvicorn", "server", "the HTTP receiver")
-    server = uvicorn.Server(config)
+
+    class Server(uvicorn.Server):  # type: ignore[misc,name-defined]  # an optional extra
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            notify("STOPPING=1")  # systemd shows the stop at once, not after the drain
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
     with _stop_signals_handled_by(server), daemon_gc():
         server.run(sockets=sockets)
 

@@ -1,6 +1,7 @@
 """The standalone HTTP receiver: a Starlette app, also mountable in Starlette/FastAPI/Litestar.
 
-``POST /webhooks/{source}``, ``GET /healthz``, ``GET /metrics``. The endpoint only adapts
+``POST /webhooks/{source}``, ``GET /healthz``, ``GET /livez``, ``GET /readyz`` (see
+``inbox.contrib._probes``), ``GET /metrics``. The endpoint only adapts
 the ASGI request and reply to ``inbox._receiving.receive.receive_async``; the rules live in
 ``inbox._receiving.receiver``.
 """
@@ -28,6 +29,7 @@ from inbox._core.settings import Settings
 from inbox._receiving.receive import receive_async, receiver_writer_kwargs
 from inbox._receiving.receiver import Receiver, normalise_headers
 from inbox._writing.writer_async import AsyncInboxWriter
+from inbox.contrib._probes import ReceiverProbes
 
 __all__ = ["create_app"]
 
@@ -126,15 +128,35 @@ def create_app(
         unhealthy.recovered(time.monotonic())
         return JSONResponse({"status": "ok"})
 
+    async def ping() -> None:
+        await slot.get().ping()
+
+    probes = ReceiverProbes(ping, rules.write_timeout_seconds)
+
+    async def livez(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        if not probes.connected:
+            probes.start()  # mounted where no lifespan runs: the first probe warms up
+            return JSONResponse(
+                {"status": "starting", "detail": "the pool has not connected yet"},
+                status_code=503,
+            )
+        return await healthz(request)
+
     async def metrics(request: Request) -> Response:
         body, content_type = rules.metrics.render()
         return Response(body, media_type=content_type)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # The pool connects now, not on the first webhook: ready means connected.
+        probes.start(beat=True)
         try:
             yield
         finally:
+            await probes.stop()
             await slot.close()
             log.info("receiver_stopped")
 
@@ -143,11 +165,14 @@ def create_app(
         routes=[
             Route("/webhooks/{source}", webhook, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/livez", livez, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
         ],
         lifespan=lifespan,
     )
     app.state.receiver = rules
+    app.state.probes = probes
     return app
 
 

@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from structlog.testing import capture_logs
 
 from inbox import Settings, create_app
+from tests._wait import wait_for
 from tests.receiver.conftest import count_events, event_rows, signed
 
 Make = Callable[..., Settings]
@@ -223,6 +224,27 @@ def test_healthz_is_503_without_the_schema(make_settings: Make, empty_db_url: st
         assert response.json()["detail"] == "MigrationError"
         # and a write against it is a 503 too, never a 500
         assert post(client, make_settings(empty_db_url), "sw").status_code == 503
+
+
+def test_ready_once_the_pool_has_connected_and_always_live(
+    make_settings: Make, receiver_url: str
+) -> None:
+    with TestClient(create_app(make_settings(receiver_url))) as client:
+        # The pool connects at start-up, not at the first webhook.
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=30, what="ready")
+        assert client.get("/readyz").json() == {"status": "ok"}
+        assert client.get("/livez").json() == {"status": "ok"}
+
+
+def test_not_ready_before_the_pool_connects_yet_live(
+    make_settings: Make, unused_tcp_port: int
+) -> None:
+    down = f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/postgres"
+    with TestClient(create_app(make_settings(down, write_timeout_seconds=0.5))) as client:
+        response = client.get("/readyz")
+        assert (response.status_code, response.json()["status"]) == (503, "starting")
+        assert client.get("/livez").status_code == 200
+        assert client.get("/healthz").status_code == 503
 
 
 def test_metrics_count_requests_by_source_and_outcome(

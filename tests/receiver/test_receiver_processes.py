@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -38,13 +39,40 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
+def notify_socket(tmp_path: Path) -> Iterator[socket.socket]:
+    """A notify socket as systemd binds one, which learns each sender's pid."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(tmp_path / "notify"))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        yield sock
+
+
+def _notifications(sock: socket.socket) -> list[tuple[int, str]]:
+    """(sender's pid, message) of each datagram waiting on ``sock``."""
+    sock.setblocking(False)
+    got = []
+    try:
+        while True:
+            data, ancillary, _flags, _address = sock.recvmsg(4096, socket.CMSG_SPACE(12))
+            (pid, _uid, _gid) = struct.unpack("3i", ancillary[0][2][:12])
+            got.append((pid, data.decode()))
+    except BlockingIOError:
+        return got
+
+
+@pytest.fixture
 def two_processes(
-    tmp_path: Path, db_url: str, unused_tcp_port: int, rsa_pair: RsaPair
+    tmp_path: Path,
+    db_url: str,
+    unused_tcp_port: int,
+    rsa_pair: RsaPair,
+    notify_socket: socket.socket,
 ) -> Iterator[tuple[int, subprocess.Popen[str], list[int]]]:
     config = write_config(tmp_path / "inbox.toml", db_url, unused_tcp_port, rsa_pair)
     serve = ["serve", "--workers", "2"]
     process = subprocess.Popen(
         [sys.executable, "-m", "inbox._cli.main", "--config", str(config), *serve],
+        env={**os.environ, "NOTIFY_SOCKET": notify_socket.getsockname()},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -155,6 +183,7 @@ def test_a_duplicate_sent_to_two_processes_at_once_is_one_event(
 
 def test_sigterm_stops_every_process_and_exits_zero(
     two_processes: tuple[int, subprocess.Popen[str], list[int]],
+    notify_socket: socket.socket,
 ) -> None:
     _port, process, children = two_processes
     process.send_signal(signal.SIGTERM)
@@ -162,6 +191,8 @@ def test_sigterm_stops_every_process_and_exits_zero(
     assert process.returncode == 0, err
     assert err.count("receiver_stopped") == 2  # each process ran its lifespan's end
     assert not [pid for pid in children if _alive(pid)]
+    # systemd hears from the main process alone (NotifyAccess=main), once each.
+    assert _notifications(notify_socket) == [(process.pid, "READY=1"), (process.pid, "STOPPING=1")]
 
 
 def test_a_process_that_dies_stops_the_others_and_the_command_fails(
