@@ -1,6 +1,7 @@
 """The HTTP servers the receiver benchmarks drive: ``inbox serve`` with one Standard Webhooks
 source, the hand-written receiver (``benchmarks._handwritten``) with the same secret, and a
-no-op endpoint on the same uvicorn (the load driver's own ceiling).
+no-op endpoint on the same uvicorn (the load driver's own ceiling); and the Django view and the
+Flask blueprint under gunicorn's threads, as sync apps are served.
 
 Each runs in a process of its own, as in production (the driver must not share its event
 loop or its core with the server it measures):
@@ -153,6 +154,71 @@ def handwritten(db_url: str, logs: Path) -> Iterator[Served]:
     cmd = [sys.executable, "-m", "benchmarks._handwritten", str(port), dsn, SECRET, pool]
     with _running(cmd, logs / f"handwritten-{port}.log", f"http://127.0.0.1:{port}/healthz") as pid:
         yield Served(f"http://127.0.0.1:{port}/webhooks/{SOURCE}", pid, HANDWRITTEN_APP)
+
+
+# The WSGI apps the benchmark serves (benchmarks/_flask_app.py, benchmarks/_django_site.py),
+# by the name its command line gives them, with the name its report gives them.
+WSGI_APPS = {
+    "flask": ("benchmarks._flask_app:app", "Flask"),
+    "django": ("benchmarks._django_site:application", "Django"),
+}
+# gunicorn's shape for each app unless the command line names one: the best of those tried
+# on 2 cores (benchmarks/ANALYSIS.md), as the hand-written receiver gets its best pool. One
+# process: a second one adds its own pool and splits the groups, and PostgreSQL and the
+# driver need the other core; many threads: a thread holds its request while its write
+# waits for a group, so more threads make larger groups.
+BEST_SHAPE = {"flask": (1, 32), "django": (1, 32)}
+
+
+@dataclass(frozen=True)
+class WsgiApp:
+    """A WSGI app of ``WSGI_APPS`` under gunicorn's gthread worker: ``workers`` processes of
+    ``threads`` threads each."""
+
+    app: str
+    workers: int
+    threads: int
+
+    @classmethod
+    def parse(cls, text: str) -> WsgiApp:
+        """``flask`` (its best shape) or ``flask:2x16`` (2 workers of 16 threads)."""
+        app, _, shape = text.partition(":")
+        if app not in WSGI_APPS:
+            raise ValueError(f"{app!r}: not one of {', '.join(WSGI_APPS)}")
+        workers, _, threads = shape.partition("x")
+        if not shape:
+            return cls(app, *BEST_SHAPE[app])
+        return cls(app, int(workers), int(threads))
+
+    @property
+    def label(self) -> str:
+        return f"{WSGI_APPS[self.app][1]} (gunicorn {self.workers}x{self.threads})"
+
+
+@contextlib.contextmanager
+def wsgi(target: WsgiApp, db_url: str, logs: Path) -> Iterator[Served]:
+    """Serve ``target`` with gunicorn, configured as `inbox serve` is (the same inbox.toml);
+    yield its webhook URL. Its writer's connections call themselves what `inbox serve`'s
+    do: give it a database of its own to tell them apart."""
+    port = free_port()
+    config = logs / f"{target.app}-{port}.toml"
+    config.write_text(serve_config(db_url, port), encoding="utf-8")
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--worker-class=gthread",
+        f"--workers={target.workers}",
+        f"--threads={target.threads}",
+        f"--bind=127.0.0.1:{port}",
+        "--log-level=warning",
+        "--graceful-timeout=10",
+        WSGI_APPS[target.app][0],
+    ]
+    env = {"INBOX_CONFIG": str(config)}
+    health = f"http://127.0.0.1:{port}/healthz"
+    with _running(cmd, logs / f"{target.app}-{port}.log", health, env) as pid:
+        yield Served(f"http://127.0.0.1:{port}/inbox/webhooks/{SOURCE}", pid, "pg-inbox receiver")
 
 
 @contextlib.contextmanager

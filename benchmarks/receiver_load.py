@@ -1,21 +1,28 @@
 """Receiver throughput and acknowledgement latency through HTTP, on loopback.
 
     python -m benchmarks receiver_load                    # 3 runs x 6,000 requests per cell
-    python -m benchmarks receiver_load --quick            # a smoke run
+    python -m benchmarks receiver_load --wsgi flask django   # + Flask and Django on gunicorn
+    python -m benchmarks receiver_load --wsgi flask:1x16 flask:2x16   # gunicorn's shapes
+    python -m benchmarks receiver_load --quick            # a smoke run, Flask and Django too
     python -m benchmarks receiver_load --database-url postgresql://postgres@127.0.0.1/postgres
 
 Starts `inbox serve` on a fresh, migrated database, and beside it the hand-written receiver
 a team would write instead (``benchmarks/_handwritten.py``: Starlette on the same uvicorn,
 the standardwebhooks SDK, a psycopg pool, one INSERT ... ON CONFLICT DO NOTHING RETURNING
 committed before the 200) and a no-op ASGI endpoint on the same uvicorn (the driver's own
-ceiling). It pre-signs N Standard Webhooks requests per run (unique ids, so every one is a
-new event) and posts them from C concurrent keep-alive connections (a minimal HTTP/1.1
-client on raw sockets; ``--driver httpx`` for httpx, which is itself the bottleneck on a
-small machine). Each cell is the median of --runs runs, after 200 unmeasured warm-up
-requests; the targets' runs are interleaved (every round runs each target once), so a noisy
-neighbour's minute spreads over all of them. Each run also records the CPU time per request
-of the server's processes, of the PostgreSQL backends of its connections and of the driver,
-and how busy the machine's CPUs were. Bounded: --requests per run, loopback only.
+ceiling). With ``--wsgi``, also the Django view (``inbox.contrib.django``) and the Flask
+blueprint (``inbox.contrib.flask``), mounted as the README says
+(``benchmarks/_django_site.py``, ``benchmarks/_flask_app.py``) and served by gunicorn's
+threaded worker (gthread), each on a database of its own (their writers' connections are
+named as `inbox serve`'s). It pre-signs N Standard Webhooks requests per run (unique ids,
+so every one is a new event) and posts them from C concurrent keep-alive connections (a
+minimal HTTP/1.1 client on raw sockets; ``--driver httpx`` for httpx, which is itself the
+bottleneck on a small machine). Each cell is the median of --runs runs, after 200
+unmeasured warm-up requests; the targets' runs are interleaved (every round runs each
+target once), so a noisy neighbour's minute spreads over all of them. Each run also records
+the CPU time per request of the server's processes, of the PostgreSQL backends of its
+connections and of the driver, and how busy the machine's CPUs were. Bounded: --requests
+per run, loopback only.
 
 The server is --database-url (a maintenance database; the benchmark creates and drops its
 own), else ``INBOX_BENCH_DATABASE_URL``, else an embedded PostgreSQL in a temporary folder.
@@ -24,10 +31,11 @@ own), else ``INBOX_BENCH_DATABASE_URL``, else an embedded PostgreSQL in a tempor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +45,17 @@ import psycopg
 from benchmarks._common import fetch_one, own_cpu_seconds
 from benchmarks._http_load import Request, Run, drive, drive_raw, signed_requests
 from benchmarks._report_frame import Driver
-from benchmarks._servers import Served, cpu_seconds, handwritten, inbox_serve, noop_endpoint
+from benchmarks._servers import (
+    BEST_SHAPE,
+    WSGI_APPS,
+    Served,
+    WsgiApp,
+    cpu_seconds,
+    handwritten,
+    inbox_serve,
+    noop_endpoint,
+    wsgi,
+)
 from inbox._core import migrate as _migrate
 from inbox.testing import new_database
 
@@ -62,7 +80,7 @@ class Measured:
 
 @dataclass
 class HttpCell:
-    target: str  # INBOX_TARGET | PEER_TARGET | NOOP_TARGET
+    target: str  # INBOX_TARGET | PEER_TARGET | NOOP_TARGET | a WsgiApp's label
     concurrency: int
     measured: list[Measured]
 
@@ -118,6 +136,7 @@ class HttpResult:
     stored: int  # events in the database after every run: one per accepted request
     peer_stored: int  # rows the hand-written receiver stored
     workers: int = 1
+    wsgi_stored: dict[str, int] = field(default_factory=dict)  # events, by WSGI target
 
     def cell(self, target: str, concurrency: int) -> HttpCell | None:
         found = [c for c in self.cells if c.target == target and c.concurrency == concurrency]
@@ -175,49 +194,67 @@ def _measure_one(
 
 
 def measure(server: str, args: argparse.Namespace, logs: Path) -> HttpResult:
-    """Every cell on ``server``: `inbox serve`, the hand-written receiver and the no-op
-    endpoint at each ``--concurrency``, their runs interleaved (round r runs every target
-    once, in an order that rotates), so a noisy neighbour's minute spreads over all of them."""
+    """Every cell on ``server``: `inbox serve`, the hand-written receiver, the no-op
+    endpoint and each ``--wsgi`` target at each ``--concurrency``, their runs interleaved
+    (round r runs every target once, in an order that rotates), so a noisy neighbour's
+    minute spreads over all of them."""
     requests, runs, workers = args.requests, args.runs, args.workers
     post: Post = drive_raw if args.driver == "raw" else drive
     cells: list[HttpCell] = []
-    with new_database(server) as db_url:
+    with contextlib.ExitStack() as stack:
+        db_url = stack.enter_context(new_database(server))
         _migrate.upgrade(db_url)
-        with (
-            inbox_serve(db_url, logs, workers) as ours,
-            handwritten(db_url, logs) as peer,
-            noop_endpoint(logs) as noop,
-        ):
-            targets = {INBOX_TARGET: ours, PEER_TARGET: peer, NOOP_TARGET: noop}
-            watch = psycopg.connect(db_url, autocommit=True)
-            backends = {label: _Backends(watch, s.application_name) for label, s in targets.items()}
-            for c in args.concurrency:
-                row = {label: HttpCell(label, c, []) for label in targets}
-                for served in targets.values():
-                    anyio.run(post, served.url, signed_requests(WARMUP_REQUESTS), c)
-                labels = list(targets)
-                for round_no in range(runs):
-                    shift = round_no % len(labels)
-                    for label in labels[shift:] + labels[:shift]:
-                        row[label].measured.append(
-                            _measure_one(post, targets[label], backends[label], requests, c)
-                        )
-                for cell in row.values():
-                    print(
-                        f"http {cell.target:<15} {c:>3} connections: {cell.rps:>7,.0f} req/s,"
-                        f" p50 {cell.p50:.1f} ms, p99 {cell.p99:.1f} ms,"
-                        f" CPU us/req: server {cell.server_us:,.0f},"
-                        f" database {cell.database_us:,.0f}, driver {cell.driver_us:,.0f};"
-                        f" machine busy {cell.busy:.0%}; non-2xx {cell.failures}",
-                        flush=True,
+        targets = {
+            INBOX_TARGET: stack.enter_context(inbox_serve(db_url, logs, workers)),
+            PEER_TARGET: stack.enter_context(handwritten(db_url, logs)),
+            NOOP_TARGET: stack.enter_context(noop_endpoint(logs)),
+        }
+        databases = dict.fromkeys(targets, db_url)
+        for target in args.wsgi:
+            own = stack.enter_context(new_database(server))
+            _migrate.upgrade(own)
+            targets[target.label] = stack.enter_context(wsgi(target, own, logs))
+            databases[target.label] = own
+        watch = {
+            url: stack.enter_context(psycopg.connect(url, autocommit=True))
+            for url in set(databases.values())
+        }
+        backends = {
+            label: _Backends(watch[databases[label]], s.application_name)
+            for label, s in targets.items()
+        }
+        for c in args.concurrency:
+            row = {label: HttpCell(label, c, []) for label in targets}
+            for served in targets.values():
+                anyio.run(post, served.url, signed_requests(WARMUP_REQUESTS), c)
+            labels = list(targets)
+            for round_no in range(runs):
+                shift = round_no % len(labels)
+                for label in labels[shift:] + labels[:shift]:
+                    row[label].measured.append(
+                        _measure_one(post, targets[label], backends[label], requests, c)
                     )
-                cells += row.values()
-            watch.close()
+            for cell in row.values():
+                print(
+                    f"http {cell.target:<23} {c:>3} connections: {cell.rps:>7,.0f} req/s,"
+                    f" p50 {cell.p50:.1f} ms, p99 {cell.p99:.1f} ms,"
+                    f" CPU us/req: server {cell.server_us:,.0f},"
+                    f" database {cell.database_us:,.0f}, driver {cell.driver_us:,.0f};"
+                    f" machine busy {cell.busy:.0%}; non-2xx {cell.failures}",
+                    flush=True,
+                )
+            cells += row.values()
         stored, peer_stored = fetch_one(
             db_url,
             "select (select count(*) from inbox_events), (select count(*) from handwritten_events)",
         )
-    return HttpResult(cells, requests, runs, args.driver, int(stored), int(peer_stored), workers)
+        wsgi_stored = {
+            t.label: int(fetch_one(databases[t.label], "select count(*) from inbox_events")[0])
+            for t in args.wsgi
+        }
+    return HttpResult(
+        cells, requests, runs, args.driver, int(stored), int(peer_stored), workers, wsgi_stored
+    )
 
 
 def render(result: HttpResult) -> list[str]:
@@ -256,6 +293,18 @@ def render(result: HttpResult) -> list[str]:
         f" {result.expected(INBOX_TARGET):,}); by the hand-written receiver:"
         f" {result.peer_stored:,} (expected {result.expected(PEER_TARGET):,}).",
     ]
+    if result.wsgi_stored:
+        stored = "; ".join(
+            f"by {label}: {n:,} (expected {result.expected(label):,})"
+            for label, n in result.wsgi_stored.items()
+        )
+        lines += [
+            "",
+            "Flask and Django: the README's blueprint and view (benchmarks/_flask_app.py,"
+            " benchmarks/_django_site.py) under gunicorn's gthread worker, WORKERSxTHREADS as"
+            " named, each on a database of its own; their `InboxWriter` has `inbox serve`'s"
+            f" settings (pool, timeouts). Events stored {stored}.",
+        ]
     return lines
 
 
@@ -265,8 +314,22 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     p.add_argument("--driver", choices=["raw", "httpx"], default="raw", help="the load client")
     p.add_argument("--workers", type=int, default=1, help="`inbox serve --workers N` (default: 1)")
+    p.add_argument(
+        "--wsgi",
+        type=WsgiApp.parse,
+        nargs="*",
+        default=[],
+        metavar="APP[:WxT]",
+        help="also serve these through gunicorn (gthread): flask, django, each with W workers"
+        " of T threads (default: its best, "
+        + ", ".join(f"{app}:{w}x{t}" for app, (w, t) in BEST_SHAPE.items())
+        + "); none unless named",
+    )
 
 
-DRIVER = Driver(
-    "receiver_load", __doc__, _options, measure, render, quick={"requests": 300, "runs": 1}
-)
+QUICK = {
+    "requests": 300,
+    "runs": 1,
+    "wsgi": [WsgiApp.parse(app) for app in WSGI_APPS],
+}
+DRIVER = Driver("receiver_load", __doc__, _options, measure, render, quick=QUICK)
