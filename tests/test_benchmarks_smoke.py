@@ -1,8 +1,9 @@
-"""The duplicate-storm benchmark at a smoke size: real `inbox serve` and `inbox worker`
-processes, concurrent signed duplicates over HTTP, and an exact account in the database.
+"""Benchmarks at a smoke size: the duplicate storm (real `inbox serve` and `inbox worker`
+processes, concurrent signed duplicates over HTTP, and an exact account in the database), the
+console's, the pooler's, and the HTTP receivers' with Flask and Django under gunicorn.
 
-Only pg-inbox's own parts run here (the peers of the other benchmarks are not installed in
-CI). Timings are printed by the benchmark, never asserted.
+Only what CI installs runs here (the ``dev`` extra, PgBouncer; the peers of the other
+benchmarks are not installed in CI). Timings are printed by the benchmark, never asserted.
 """
 
 from __future__ import annotations
@@ -80,3 +81,24 @@ def test_the_pooler_benchmark_runs_at_a_smoke_size(
     assert "| `inbox serve`, req/s at 16 connections |" in report
     assert "| commit → handler start, p50 ms |" in report
     assert "PROBLEM" not in report
+
+
+def test_the_receivers_benchmark_serves_flask_and_django_through_gunicorn(
+    tmp_path: Path, pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m benchmarks receiver_load --wsgi ...`: every target answers every signed
+    request with a 2xx, and each WSGI receiver stored exactly what it acknowledged."""
+    from benchmarks import receiver_load
+
+    monkeypatch.setattr(receiver_load, "WARMUP_REQUESTS", 10)  # five targets warm up
+    sizes = ["--requests", "40", "--runs", "1", "--concurrency", "4"]
+    args = receiver_load.DRIVER.parse_args([*sizes, "--wsgi", "flask:1x4", "django:2x2"])
+    result = receiver_load.measure(pg_server, args, tmp_path)
+
+    flask, django = "Flask (gunicorn 1x4)", "Django (gunicorn 2x2)"
+    assert {c.target for c in result.cells} >= {flask, django, receiver_load.PEER_TARGET}
+    assert [c.failures for c in result.cells] == [0] * len(result.cells)
+    assert result.wsgi_stored == {flask: result.expected(flask), django: result.expected(django)}
+    report = "\n".join(receiver_load.render(result))
+    assert f"| 4 | {flask} |" in report
+    assert f"| 4 | {django} |" in report
