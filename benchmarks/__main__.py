@@ -18,6 +18,7 @@ BENCHMARKS = {
     "observability": "observability",
     "retention": "retention",
     "pooler": "pooler",
+    "write_latency": "write_latency",
     "peers-env": "peers_env",  # makes the peers' virtual environment; measures nothing
 }
 
