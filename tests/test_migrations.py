@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any, NamedTuple
 
 import psycopg
 import pytest
@@ -167,6 +168,52 @@ def test_0010_keeps_a_bounded_tracestate_and_steps_down_keeping_the_log(
         ).fetchone() == (2,)
 
 
+class _Written(NamedTuple):
+    event_id: int
+    is_new: bool
+
+
+def _write_as_at_0012(
+    conn: psycopg.Connection[Any], source: str, key: str, body: bytes
+) -> _Written:
+    """A write as the writer made it at 0012 to 0015 (today's needs 0016's function)."""
+    [(event_id, is_new)] = conn.execute(
+        """
+        with keyed as (
+            insert into inbox_keys (source, idempotency_key, body_sha256)
+            values (%(source)s, %(key)s, sha256(%(body)s))
+            on conflict (source, idempotency_key) do nothing
+            returning event_id, received_at
+        ),
+        inserted as (
+            insert into inbox_events (id, received_at, source, idempotency_key, body, body_sha256)
+            select event_id, received_at, %(source)s, %(key)s, %(body)s, sha256(%(body)s)
+            from keyed
+        ),
+        queued as (
+            insert into inbox_work (event_id, received_at)
+            select event_id, received_at from keyed
+        ),
+        known as (
+            select event_id, body_sha256 from inbox_keys
+            where source = %(source)s and idempotency_key = %(key)s
+              and not exists (select from keyed)
+        ),
+        delivered as (
+            insert into inbox_deliveries (event_id, body_sha256, body)
+            select event_id, sha256(%(body)s),
+                   case when body_sha256 <> sha256(%(body)s) then %(body)s end
+            from known
+        )
+        select event_id, true from keyed
+        union all
+        select event_id, false from known
+        """,
+        {"source": source, "key": key, "body": body},
+    ).fetchall()
+    return _Written(event_id, is_new)
+
+
 def test_0012_moves_dedupe_to_the_key_table_and_steps_down_keeping_it(
     empty_db_url: str,
 ) -> None:
@@ -199,11 +246,9 @@ def test_0012_moves_dedupe_to_the_key_table_and_steps_down_keeping_it(
             "select count(*) from inbox_work w join inbox_events e on e.id = w.event_id"
             " where w.received_at = e.received_at"
         ).fetchone() == (20,)
-    from inbox import InboxWriter
-
-    with InboxWriter(empty_db_url) as writer:
-        old = writer.write("s", "k7", b"b")
-        new = writer.write("s", "fresh", b"b")
+    with psycopg.connect(empty_db_url) as conn:
+        old = _write_as_at_0012(conn, "s", "k7", b"b")
+        new = _write_as_at_0012(conn, "s", "fresh", b"b")
     assert (old.event_id, old.is_new) == (7, False)
     assert new.is_new
     assert new.event_id > 120  # after the old ids (the duplicate drew one, as duplicates do)
@@ -232,9 +277,9 @@ def test_0013_partitions_a_filled_log_without_rewriting_it_and_steps_down(
     _migrate.upgrade(empty_db_url, "0012")
     from inbox import InboxWriter
 
-    with InboxWriter(empty_db_url) as writer:
-        old = [writer.write("s", f"k{n}", b"b").event_id for n in range(30)]
-        writer.write("s", "k1", b"again")
+    with psycopg.connect(empty_db_url) as conn:
+        old = [_write_as_at_0012(conn, "s", f"k{n}", b"b").event_id for n in range(30)]
+        _write_as_at_0012(conn, "s", "k1", b"again")
     with psycopg.connect(empty_db_url) as conn:
         conn.execute(
             "insert into inbox_attempts (event_id, received_at, attempt, started_at, outcome)"

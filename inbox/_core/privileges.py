@@ -62,7 +62,7 @@ _ALL_TABLES = (
 NEEDS: dict[str, list[Need]] = {
     "receiver": [
         *_columns(
-            "inbox_keys", "SELECT", "source idempotency_key event_id received_at body_sha256"
+            "inbox_keys", "SELECT", "source idempotency_key event_id received_at body_sha256 xmin"
         ),
         *_columns("inbox_keys", "INSERT", "source idempotency_key received_at body_sha256"),
         *_columns(
@@ -74,8 +74,8 @@ NEEDS: dict[str, list[Need]] = {
         *_columns(
             "inbox_work", "INSERT", "event_id received_at source ordering_key order_at on_dead"
         ),
-        *_columns("inbox_deliveries", "INSERT", "event_id body_sha256 body"),
         Need("function", "inbox_partition_for(timestamptz)", None, "EXECUTE"),
+        Need("function", "inbox_record_delivery(text, text, bytea, bytea)", None, "EXECUTE"),
     ],
     "worker": [
         # The whole row of an event, its trace context included (a handler span's link).
@@ -89,14 +89,14 @@ NEEDS: dict[str, list[Need]] = {
     ],
     "operator": [
         *_tables("SELECT", *_ALL_TABLES),
-        *_tables("INSERT", "inbox_work", "inbox_replays"),
-        *_columns(
-            "inbox_work",
-            "UPDATE",
-            "state priority run_at attempts last_error enqueued_at replay_id required_version",
-        ),
-        Need("sequence", "inbox_replays_id_seq", None, "USAGE"),
         Need("function", "inbox_dead_skip(bigint[], text, text, text, jsonb)", None, "EXECUTE"),
+        Need(
+            "function",
+            "inbox_replay_begin(text, text, text, jsonb, integer, integer, float8, text, text)",
+            None,
+            "EXECUTE",
+        ),
+        Need("function", "inbox_replay_enqueue(bigint, bigint[], bigint)", None, "EXECUTE"),
         *_tables("SELECT INSERT UPDATE DELETE", "inbox_console_sessions"),
     ],
     "retention": [

@@ -155,45 +155,33 @@ class ReplayStore:
         rows = self._conn.execute(_q("selection_work"), {"event_ids": list(ids)}).fetchall()
         return [int(row[0]) for row in rows], sum(1 for row in rows if row[1])
 
-    def next_replay_id(self) -> int:
-        return int(self._one("next_replay_id", {}))
+    def begin_run(self, run: ReplayRun) -> int:
+        """Write the run's audit row, first: its id (what its work rows carry)."""
+        return int(
+            self._one(
+                "begin_replay_run",
+                {
+                    "kind": run.kind,
+                    "created_by": run.created_by,
+                    "reason": run.reason,
+                    "filter": Jsonb(run.filter),
+                    "selected": run.selected,
+                    "queued": run.queued,
+                    "rate": run.rate_per_second,
+                    "via": run.via,
+                    "required_version": run.required_version,
+                },
+            )
+        )
 
-    def enqueue(
-        self,
-        replay_id: int,
-        ids: Sequence[int],
-        offset: int,
-        rate: float | None,
-        required_version: str | None,
-    ) -> int:
+    def enqueue(self, replay_id: int, ids: Sequence[int], offset: int) -> int:
         cursor = self._conn.execute(
             _q("enqueue_replay"),
-            {
-                "event_ids": list(ids),
-                "replay_id": replay_id,
-                "offset": offset,
-                "rate": rate,
-                "required_version": required_version,
-            },
+            {"event_ids": list(ids), "replay_id": replay_id, "offset": offset},
         )
         return len(cursor.fetchall())
 
-    def record_run(self, run: ReplayRun) -> None:
-        self._conn.execute(
-            _q("insert_replay_run"),
-            {
-                "id": run.id,
-                "kind": run.kind,
-                "created_by": run.created_by,
-                "reason": run.reason,
-                "filter": Jsonb(run.filter),
-                "selected": run.selected,
-                "queued": run.queued,
-                "rate": run.rate_per_second,
-                "via": run.via,
-                "required_version": run.required_version,
-            },
-        )
+    def wake_workers(self) -> None:
         self._conn.execute(_q("wake_workers"))
 
     def skip_dead(
@@ -380,30 +368,30 @@ class _Run:
         if self.confirm is not None and not self.confirm(len(selected)):
             return replace(preview, queued=0, cancelled=True)
 
-        replay_id = store.next_replay_id()
-        if self.progress is not None and len(queue) < len(selected):
-            self.progress(len(selected) - len(queue))  # already pending: left as they are
-        queued = 0
-        for offset in range(0, len(queue), CHUNK):
-            chunk = queue[offset : offset + CHUNK]
-            queued += store.enqueue(replay_id, chunk, offset, self.rate, self.required_version)
-            if self.progress is not None:
-                self.progress(len(chunk))
-        store.record_run(
+        replay_id = store.begin_run(
             ReplayRun(
-                id=replay_id,
+                id=0,  # drawn by the database
                 kind=self.kind,
                 created_at=datetime.now().astimezone(),
                 created_by=self.actor or current_actor(),
                 reason=self.reason,
                 filter=self.selection.to_json(),
                 selected=len(selected),
-                queued=queued,
+                queued=len(queue),
                 rate_per_second=self.rate,
                 via=self.via,
                 required_version=self.required_version,
             )
         )
+        if self.progress is not None and len(queue) < len(selected):
+            self.progress(len(selected) - len(queue))  # already pending: left as they are
+        queued = 0
+        for offset in range(0, len(queue), CHUNK):
+            chunk = queue[offset : offset + CHUNK]
+            queued += store.enqueue(replay_id, chunk, offset)
+            if self.progress is not None:
+                self.progress(len(chunk))
+        store.wake_workers()
         return replace(
             preview,
             queued=queued,

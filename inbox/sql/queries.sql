@@ -5,10 +5,10 @@
 -- event and queue its work row. The key table (inbox_keys) is what makes a key unique, for
 -- good: its row stays when the event's partition of the log is dropped, so a key delivered
 -- again after that is still a duplicate. It also draws the event's id.
--- A key that was already committed when this statement started is recorded as a duplicate
--- delivery here too. A key committed by a concurrent writer while this statement waited on
--- it is invisible to this statement's snapshot: it returns no row and the caller runs
--- record_duplicate, which takes a new snapshot.
+-- A key that was already there is recorded as a duplicate delivery here too, one
+-- committed by a concurrent writer while this statement waited on it included (the
+-- delivery's function reads a snapshot of its own). Should that key still be unseen, the
+-- statement returns no row and the caller runs record_duplicate.
 -- %(received_at)s is the receipt time to store (an import from another inbox); null: now.
 -- %(traceparent)s and %(tracestate)s are the W3C trace context of the span that wrote it
 -- (null: none, or no tracestate), what the handler spans link to.
@@ -48,24 +48,20 @@ queued as (
            %(ordering_key)s::text, order_at, %(on_dead)s::text
     from ordering
 ),
+-- A key that was there already: its repeat is recorded by the database, which finds the
+-- key's event (inbox_record_delivery, the receiver's only way to write a delivery). The
+-- FROM-less WHERE gates the call: it runs only when the key was not claimed here. The
+-- function reads a fresh snapshot, so a key committed meanwhile is found too.
 known as (
-    select event_id, body_sha256
-    from inbox_keys
-    where source = %(source)s
-      and idempotency_key = %(key)s
-      and not exists (select from keyed)
-),
-delivered as (
-    insert into inbox_deliveries (event_id, body_sha256, body)
-    select event_id, %(body_sha256)s::bytea,
-           case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
-    from known
+    select inbox_record_delivery(%(source)s::text, %(key)s::text, %(body_sha256)s::bytea,
+                                 %(body)s::bytea) as event_id
+    where not exists (select from keyed)
 )
 select keyed.event_id, true as is_new
 from keyed
 left join lateral (select pg_notify('inbox_work', '') where %(notify)s::boolean) as woken on true
 union all
-select event_id, false as is_new from known
+select event_id, false as is_new from known where event_id is not null
 
 -- name: insert_events
 -- Group commit: the new events of several concurrent writes in one statement and one
@@ -145,18 +141,10 @@ order by input.n
 
 -- name: record_duplicate
 -- The second step for a key that a concurrent writer committed while insert_event waited.
-with known as (
-    select event_id, body_sha256
-    from inbox_keys
-    where source = %(source)s and idempotency_key = %(key)s
-),
-delivered as (
-    insert into inbox_deliveries (event_id, body_sha256, body)
-    select event_id, %(body_sha256)s::bytea,
-           case when body_sha256 <> %(body_sha256)s::bytea then %(body)s::bytea end
-    from known
-)
-select event_id, false as is_new from known
+select event_id, false as is_new
+from inbox_record_delivery(%(source)s::text, %(key)s::text, %(body_sha256)s::bytea,
+                                 %(body)s::bytea) as event_id
+where event_id is not null
 
 -- name: partition_for
 -- The range of the log's partition that holds receipt time %(at)s (null: now), made if

@@ -1,10 +1,14 @@
 -- Replays and dead-letter retries. Owned by inbox._operations.replay.ReplayStore; loaded once.
 -- A replay never touches the log: it only appends work rows and its run record.
 
--- name: next_replay_id
--- The run's id is drawn first, so its work rows can carry it; the run record is written
--- last, in the same transaction, with the final counts (the table is append-only).
-select nextval(pg_get_serial_sequence('inbox_replays', 'id'))
+-- name: begin_replay_run
+-- A run's audit row comes first, in the run's transaction, with the counts the selection
+-- gave (the enqueue fails if they no longer hold): its id, which the run's work rows carry.
+-- Through the owner's function, which records the database login beside `created_by`:
+-- an operator cannot queue work, nor write an audit row, any other way.
+select inbox_replay_begin(%(kind)s::text, %(created_by)s::text, %(reason)s::text,
+                          %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer,
+                          %(rate)s::float8, %(via)s::text, %(required_version)s::text)
 
 -- name: replay_snapshot
 -- The first statement of a replay's transaction: its selection, counts, sample and enqueue
@@ -34,66 +38,23 @@ where w.state is distinct from 'pending'
 order by t.n
 
 -- name: enqueue_replay
--- Queue one chunk of a run at priority 1, so live work (priority 0) is claimed first. An
--- event with pending work keeps it (it is not queued twice; selection_work has left it out
--- already, this guards a caller's READ COMMITTED transaction); a dead letter is revived with
--- a fresh attempt budget. With a rate, the n-th event of the run becomes due n/rate
--- seconds from now: the workers' claim order spreads the run out without any process
--- having to stay up to feed it.
+-- Queue one chunk of the run begun in this transaction, through the owner's function
+-- (migration 0016): at priority 1, so live work (priority 0) is claimed first. An event
+-- with pending work keeps it (selection_work has left it out already; should one have
+-- gained pending work since, in a caller's READ COMMITTED transaction, the function fails
+-- as a serialization failure rather than queue fewer than the run recorded); a dead letter
+-- is revived with a fresh attempt budget. With the run's rate, the n-th event of the run
+-- becomes due n/rate seconds from now: the workers' claim order spreads the run out
+-- without any process having to stay up to feed it.
 -- An ordered event's work row takes its key again from the log. Its key's order puts
 -- priority first, so a replayed event never runs ahead of its key's live pending events,
 -- and replayed events of one key run in key order (whatever their due times). A revived
 -- dead letter of an ordered key keeps its priority: it takes its place in its key again
 -- (a held key's head stays its head) rather than queueing behind the events it held.
--- With a required version, only a worker running that version of the code claims them.
-insert into inbox_work
-    (event_id, received_at, priority, run_at, replay_id, source, ordering_key, order_at,
-     on_dead, required_version)
-select t.event_id,
-       e.received_at,
-       1,
-       case
-           when %(rate)s::float8 is null then now()
-           else now() + make_interval(secs => (%(offset)s::bigint + t.n - 1) / %(rate)s::float8)
-       end,
-       %(replay_id)s::bigint,
-       case when e.ordering_key is not null then e.source end,
-       e.ordering_key,
-       e.order_at,
-       e.on_dead,
-       %(required_version)s::text
-from unnest(%(event_ids)s::bigint[]) with ordinality as t(event_id, n)
-join inbox_keys k on k.event_id = t.event_id
-cross join lateral (
-    -- Each event in its own partition (OFFSET 0 keeps the probe a subquery run with the
-    -- key's receipt time, which prunes the others).
-    select e.received_at, e.source, e.ordering_key, e.order_at, e.on_dead
-    from inbox_events e
-    where e.id = k.event_id and e.received_at = k.received_at
-    offset 0
-) as e
-on conflict (event_id) do update
-    set state = 'pending',
-        priority = case when inbox_work.ordering_key is null then excluded.priority
-                        else inbox_work.priority end,
-        run_at = excluded.run_at,
-        attempts = 0,
-        last_error = null,
-        enqueued_at = now(),
-        replay_id = excluded.replay_id,
-        required_version = excluded.required_version
-    where inbox_work.state = 'dead'
-returning event_id
-
--- name: insert_replay_run
-insert into inbox_replays
-    (id, kind, created_by, reason, filter, selected, queued, rate_per_second, via,
-     required_version)
-overriding system value
-values
-    (%(id)s::bigint, %(kind)s::text, %(created_by)s::text, %(reason)s::text,
-     %(filter)s::jsonb, %(selected)s::integer, %(queued)s::integer, %(rate)s::float8,
-     %(via)s::text, %(required_version)s::text)
+-- With the run's required version, only a worker running that version claims them.
+select event_id
+from inbox_replay_enqueue(%(replay_id)s::bigint, %(event_ids)s::bigint[], %(offset)s::bigint)
+    as event_id
 
 -- name: skip_dead
 -- `inbox dead skip`: the dead letters among the ids leave the work table as skipped (their

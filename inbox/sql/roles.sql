@@ -33,7 +33,13 @@ revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
                        {schema}.inbox_partition_for(timestamptz),
                        {schema}.inbox_ensure_partitions(),
-                       {schema}.inbox_drop_pruned()
+                       {schema}.inbox_drop_pruned(),
+                       {schema}.inbox_record_delivery(text, text, bytea, bytea),
+                       {schema}.inbox_replay_begin(text, text, text, jsonb, integer, integer,
+                                                   float8, text, text),
+                       {schema}.inbox_replay_enqueue(bigint, bigint[], bigint)
+    from {receiver}, {worker}, {operator}, {retention};
+revoke all on sequence {schema}.inbox_replays_id_seq
     from {receiver}, {worker}, {operator}, {retention}
 
 -- name: schema
@@ -46,11 +52,14 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 -- name: receiver
 -- The internet-facing part appends and nothing else. It reads back only what the duplicate
 -- path compares, from the key table (the key, the event's id and receipt time, the body's
--- hash): insert_event's ON CONFLICT and RETURNING, and record_duplicate's lookup. It never
--- reads the log: no body, no headers. The key table's identity draws the event's id, which
--- needs no grant of its own. traceparent and tracestate are the receipt span's context,
--- written with the event (never read back here).
-grant select (source, idempotency_key, event_id, received_at, body_sha256)
+-- hash): insert_event's ON CONFLICT and RETURNING. It never reads the log: no body, no
+-- headers. The key table's identity draws the event's id, which needs no grant of its
+-- own. traceparent and tracestate are the receipt span's context, written with the event
+-- (never read back here). A work row it writes must be a new event's: row security checks
+-- that its key was written in the same transaction (inbox_work_is_new, which reads the key
+-- row's xmin as the receiver). A repeat delivery is recorded by the database from the key
+-- (inbox_record_delivery): the receiver never names an event.
+grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)
     on {schema}.inbox_keys to {receiver};
 grant insert (source, idempotency_key, received_at, body_sha256)
     on {schema}.inbox_keys to {receiver};
@@ -60,14 +69,17 @@ grant insert (id, received_at, source, idempotency_key, event_type, verifier, he
     on {schema}.inbox_events to {receiver};
 grant insert (event_id, received_at, source, ordering_key, order_at, on_dead)
     on {schema}.inbox_work to {receiver};
-grant insert (event_id, body_sha256, body) on {schema}.inbox_deliveries to {receiver};
 -- An import names its receipt time, whose partition of the log it may have made (nothing
 -- else: the function only creates the empty partitions of one period).
-grant execute on function {schema}.inbox_partition_for(timestamptz) to {receiver}
+grant execute on function {schema}.inbox_partition_for(timestamptz),
+                          {schema}.inbox_record_delivery(text, text, bytea, bytea)
+    to {receiver}
 
 -- name: worker
 -- Reads events (their trace context included: a handler's span links to its receipt);
--- claims (FOR UPDATE), settles (deletes or reschedules) work; appends attempts; keeps the
+-- claims (FOR UPDATE), settles (deletes or reschedules) work; appends attempts (row
+-- security, migration 0016: only pending work is settled, and an attempt is written only
+-- for an event with work; a dead letter is the operator's); keeps the
 -- claim counters that spot a crashed worker. The queue gauges of its /metrics read
 -- inbox_work and inbox_events too (processors' queue_gauges). It reports the code it
 -- runs in inbox_workers (and removes the rows of workers that stopped long ago).
@@ -82,20 +94,20 @@ grant execute on function {schema}.inbox_ensure_partitions(),
 grant select on {schema}.inbox_partitions to {worker}
 
 -- name: operator
--- Reads everything; a replay or a dead-letter retry queues work and writes its audit row
--- (its id drawn first from the identity's sequence, hence the usage). Skipping a dead
--- letter (`inbox dead skip`) deletes work only through the audited inbox_dead_skip.
+-- Reads everything; changes nothing but through the owner's audited functions, which
+-- record the database login beside the actor it states: a replay or a dead-letter retry
+-- writes its audit row (inbox_replay_begin) and then queues work under it
+-- (inbox_replay_enqueue); skipping a dead letter (`inbox dead skip`) goes through
+-- inbox_dead_skip.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
                 {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
                 {schema}.inbox_partitions, {schema}.inbox_retention
     to {operator};
-grant insert, update (state, priority, run_at, attempts, last_error, enqueued_at, replay_id,
-                      required_version)
-    on {schema}.inbox_work to {operator};
-grant insert on {schema}.inbox_replays to {operator};
-grant usage on sequence {schema}.inbox_replays_id_seq to {operator};
-grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb)
+grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
+                          {schema}.inbox_replay_begin(text, text, text, jsonb, integer,
+                                                      integer, float8, text, text),
+                          {schema}.inbox_replay_enqueue(bigint, bigint[], bigint)
     to {operator};
 -- The console (which runs as the operator) keeps its users' sessions: signed in, used,
 -- signed out. These rows hold no part of the log.

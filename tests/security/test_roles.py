@@ -126,10 +126,12 @@ def test_the_retention_role_cannot_go_under_the_minimum_nor_move_it(
     with psycopg.connect(db_url) as conn:
         seed_events(conn, "select 'shop' as source, 'new' as idempotency_key")
     with psycopg.connect(roles.url("retention")) as conn:
-        # Calling the function directly, under the minimum: refused by the database.
-        with pytest.raises(psycopg.errors.InvalidParameterValue, match="minimum retention"):
-            conn.execute("select * from inbox_prune(0, 'me', 'api')")
-        conn.rollback()
+        # Calling the function directly, under the minimum (none, negative, a minute, a
+        # second short of the default 7 days): refused by the database.
+        for window in (0, -86400 * 365, 60, 7 * 86400 - 1):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match="minimum retention"):
+                conn.execute("select * from inbox_prune(%s, 'me', 'api')", [window])
+            conn.rollback()
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("update inbox_retention set minimum_days = 1")
     with psycopg.connect(db_url) as conn:
