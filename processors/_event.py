@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from processors._compat import hooks
+
 __all__ = ["Event", "Retry"]
 
 
@@ -55,8 +57,7 @@ def stored_event(
     is given here, so what it would set is known: the values, all fields set, no extra and
     no private attributes (tests/processors/test_event.py pins that the result equals a
     validated ``Event``)."""
-    event = Event.__new__(Event)
-    values = {
+    values: dict[str, Any] = {
         "id": id,
         "source": source,
         "key": key,
@@ -68,6 +69,9 @@ def stored_event(
         "is_replay": replay_id is not None,
         "replay_id": replay_id,
     }
+    if not hooks().event_slots:
+        return Event.model_construct(**values)
+    event = Event.__new__(Event)
     # The model is frozen: its own __setattr__ refuses, as it should for handlers.
     object.__setattr__(event, "__dict__", values)
     # A set of its own: model_copy adds to it.

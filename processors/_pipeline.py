@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
+from processors._compat import hooks, pipeline_failed
 from processors._pipeline_send import PipelineSend
 
 __all__ = ["BatchPipeline"]
@@ -33,14 +34,28 @@ class BatchPipeline:
         self._pipeline: psycopg.AsyncPipeline | None = None
         self._deadline = float("inf")
         self.longest_timeout = 0.0
+        # Open without pipeline mode, when psycopg's hooks are off (processors._compat):
+        # psycopg's own pipeline waits for ever on a statement larger than the socket's
+        # buffers, so without the hooks each statement goes on its own.
+        self._plain = False
 
     async def open(self, handler_timeout: float) -> None:
         """Before an async handler whose deadline is ``handler_timeout`` seconds away."""
-        if self._open is None:
-            opening = self._conn.pipeline()
-            self._pipeline = await opening.__aenter__()
-            self._open = opening
-            self._send.start()
+        if self._open is None and not self._plain:
+            if hooks().pipeline:
+                opening = self._conn.pipeline()
+                self._pipeline = await opening.__aenter__()
+                self._open = opening
+                try:
+                    self._send.start()
+                except (AttributeError, TypeError) as exc:
+                    # A psycopg the hooks do not fit: leave pipeline mode (nothing is sent
+                    # yet) and go on without it.
+                    pipeline_failed(exc)
+                    await self.close()
+                    self._plain = True
+            else:
+                self._plain = True
         self._deadline = min(self._deadline, time.monotonic() + handler_timeout)
         self.longest_timeout = max(self.longest_timeout, handler_timeout)
 
@@ -52,6 +67,9 @@ class BatchPipeline:
         carries is cancelled on the server (psycopg waits for the cancel to land, so the
         connection stays usable for the undo); the isolated re-run then finds whose
         statement was slow, each handler waiting on its own."""
+        if self._plain:
+            self._plain = False
+            return self._conn.pgconn.transaction_status != pq.TransactionStatus.INERROR
         if self._open is None or self._pipeline is None:
             return True
         opened, pipeline = self._open, self._pipeline

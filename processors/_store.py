@@ -15,6 +15,7 @@ from psycopg.types.json import JsonbBinaryLoader
 
 from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
+from processors._compat import hooks
 from processors._decide import Claimed, Decision, decide_released
 from processors._event import Event, stored_event
 
@@ -66,7 +67,8 @@ def _claim_cursor(conn: AsyncConn) -> psycopg.AsyncCursor[tuple[Any, ...]]:
     interleaved runs on a busy machine), its JSON read by ``_load_json``. The handler's own
     statements on the connection keep psycopg's defaults."""
     cursor = conn.cursor(row_factory=tuple_row, binary=True)
-    cursor.adapters.register_loader("jsonb", _ClaimJsonbLoader)
+    if hooks().jsonb_loader:
+        cursor.adapters.register_loader("jsonb", _ClaimJsonbLoader)
     return cursor
 
 

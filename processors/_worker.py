@@ -26,6 +26,7 @@ from inbox._core.outage import Outage, describe_server
 from inbox._core.pooler import PoolerMode, behind_pooler, connect_kwargs
 from inbox._core.settings import WorkerSettings
 from processors._batch import BatchRunner
+from processors._compat import log_hooks_off
 from processors._decide import (
     Policy,
     idle_wait_seconds,
@@ -185,6 +186,7 @@ class Worker:
             routes=len(self._router.routes),
             version=self.version,
         )
+        log_hooks_off()
         if self._settings.listen and not listen:
             log.warning(
                 "worker_polling",

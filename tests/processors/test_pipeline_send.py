@@ -390,3 +390,12 @@ async def test_a_sync_cancelled_from_outside_leaves_no_hook(db_url: str) -> None
         assert "wait" not in conn.__dict__
     finally:
         await conn.close()
+
+
+def test_the_hooks_fit_the_libraries_ci_installs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A psycopg or pydantic that no longer fits fails here, not silently slower in production
+    # (processors/_compat.py; tests/processors/test_compat.py runs the worker without them).
+    from processors import _compat
+
+    monkeypatch.delenv(_compat.HOOKS_ENV, raising=False)
+    assert _compat._decide() == _compat.Hooks(True, True, True, ())
