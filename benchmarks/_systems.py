@@ -98,6 +98,10 @@ class System:
         return "select count(*) from procrastinate_jobs where status in ('todo', 'doing')"
 
 
+# A drain's note when the backlog was gone by the first look: nothing wrong, no rate.
+TOO_SMALL_TO_TIME = "drained within one poll: backlog too small to time"
+
+
 def parse_system(text: str) -> System:
     """``name[:b=N][:c=N][:p=N]``, e.g. ``pgqueuer-asyncpg:b=100``, ``procrastinate:c=20`` or
     ``pgqueuer-asyncpg:b=200:p=32`` (PGQueuer's job INSERTs through an asyncpg pool of 32)."""
@@ -306,7 +310,7 @@ def drain(
         return Drain(0.0, done_at - spawned, 0.0, False, note or "no progress")
     if first_left == 0:
         # Drained between two polls: no rate can be timed (a backlog too small for --poll-ms).
-        note = note or "drained within one poll: backlog too small to time"
+        note = note or TOO_SMALL_TO_TIME
         return Drain(0.0, done_at - spawned, first_at - spawned, False, note)
     counted = first_left
     span = max(done_at - first_at, 1e-6)

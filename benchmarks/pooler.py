@@ -49,6 +49,7 @@ from benchmarks._latency import WARMUP_EVENTS, Latency, run_latency
 from benchmarks._report_frame import Driver
 from benchmarks._servers import inbox_serve
 from benchmarks._systems import (
+    TOO_SMALL_TO_TIME,
     Drain,
     Env,
     System,
@@ -160,10 +161,12 @@ def _drain(env: Env, template: str, sides: list[Side], args: argparse.Namespace)
             result = drain(
                 env, system, url, args.backlog, 1, timeout=args.timeout, route=side.route
             )
-            bad = check_inbox_result(url, system, args.backlog) if result.ok else ""
+            # Checked however the drain was timed: a backlog too small for a rate still has
+            # to be processed once, each business row written once.
+            bad = check_inbox_result(url, system, args.backlog)
         if bad:
             result.ok, result.note = False, bad
-        if result.note:
+        if result.note and result.note != TOO_SMALL_TO_TIME:
             problems.append(f"drain {side.label}: {result.note}")
         side.drains.append(result)
         print(
@@ -301,6 +304,6 @@ DRIVER = Driver(
     _options,
     measure,
     render,
-    quick={"requests": 300, "events": 40, "backlog": 2_000, "runs": 1},
+    quick={"requests": 300, "events": 40, "backlog": 5_000, "runs": 1},
     ok=_ran,
 )
