@@ -1,5 +1,5 @@
 """The Django project benchmarks/receiver_load serves through gunicorn: settings, URLconf and
-WSGI application in one module, the webhook view mounted as the README says.
+WSGI application in one module, the webhook view mounted as docs/receiving.md says.
 
     INBOX_CONFIG=inbox.toml DJANGO_SETTINGS_MODULE=benchmarks._django_site \\
         gunicorn --worker-class gthread --threads 32 benchmarks._django_site:application

@@ -1,5 +1,5 @@
 """The Flask app benchmarks/receiver_load serves through gunicorn, the blueprint registered
-as the README says.
+as docs/receiving.md says.
 
     INBOX_CONFIG=inbox.toml gunicorn --worker-class gthread --threads 32 benchmarks._flask_app:app
 """

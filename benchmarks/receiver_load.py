@@ -11,7 +11,7 @@ a team would write instead (``benchmarks/_handwritten.py``: Starlette on the sam
 the standardwebhooks SDK, a psycopg pool, one INSERT ... ON CONFLICT DO NOTHING RETURNING
 committed before the 200) and a no-op ASGI endpoint on the same uvicorn (the driver's own
 ceiling). With ``--wsgi``, also the Django view (``inbox.contrib.django``) and the Flask
-blueprint (``inbox.contrib.flask``), mounted as the README says
+blueprint (``inbox.contrib.flask``), mounted as docs/receiving.md says
 (``benchmarks/_django_site.py``, ``benchmarks/_flask_app.py``) and served by gunicorn's
 threaded worker (gthread), each on a database of its own (their writers' connections are
 named as `inbox serve`'s). It pre-signs N Standard Webhooks requests per run (unique ids,
