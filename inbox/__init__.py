@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 # The receiver's names pull in Starlette, prometheus-client and the verifiers: an app that
 # only embeds the writer should not pay for them, so they load on first use.
 #
-# Settings pull in pydantic-settings (about 50 ms): a writer given its URL never reads them.
+# Settings pull in pydantic-settings (docs/architecture.md, "What `import inbox` costs"): a
+# writer given its URL never reads them.
 _LAZY = {
     "Settings": "inbox._core.settings",
     "SourceSettings": "inbox._core.settings",

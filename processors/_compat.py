@@ -4,9 +4,10 @@ has what it needs (a renamed attribute must cost speed, never a crash or a wrong
 
 - psycopg's pipeline (``processors._pipeline_send``): the connection's ``wait``, the
   pipeline's ``_communicate_gen``, ``_fetch_gen`` and ``command_queue``, statements queued
-  as ``functools.partial``, the generator protocol of ``psycopg.waiting``. Off: the batch's
-  pipeline sends as psycopg does (benchmarks/ANALYSIS.md: about 30 % more worker CPU an
-  event with a business INSERT).
+  as ``functools.partial``, the generator protocol of ``psycopg.waiting``. Off: a batch's
+  async handlers run without pipeline mode, each statement a round trip (psycopg's own
+  pipeline waits for ever on a statement larger than the socket's buffers), slower by what
+  benchmarks/ANALYSIS.md says in "The worker's pipeline".
 - psycopg's binary jsonb loader (``processors._store``): its ``_loads``. Off: psycopg's own
   loader (``json.loads``).
 - pydantic's model slots (``processors._event``): ``__dict__``, ``__pydantic_fields_set__``,

@@ -1,11 +1,11 @@
 """``HandlerDeadline``: the time limit of a batch's async handlers, one timer a batch.
 
-``asyncio.timeout`` around each handler costs ~4 us a handler (a timer handle made and
-cancelled, the current task looked up), a tenth of a no-op event's whole cost. Handlers of a
-batch run one after another in the claim loop's task, so one lazily re-armed timer serves
-them all: starting a handler only notes its due time; the timer, when it fires, cancels the
-task if the running handler is past its due time, or sleeps again until it is. A handler that
-returns in time costs a clock read.
+``asyncio.timeout`` around each handler makes and cancels a timer handle and looks up the
+current task every time, a part of a no-op event's cost that showed (benchmarks/ANALYSIS.md,
+"The batch's own Python, and the claim"). Handlers of a batch run one after another in the
+claim loop's task, so one lazily re-armed timer serves them all: starting a handler only notes
+its due time; the timer, when it fires, cancels the task if the running handler is past its due
+time, or sleeps again until it is. A handler that returns in time costs a clock read.
 
 The cancellation is asyncio's, delivered once, like ``asyncio.timeout``'s: psycopg then
 cancels the running query on the server and keeps the connection (and so the batch).

@@ -58,8 +58,8 @@ class Policy:
 
 
 # Claimed and Decision are built for every event, so they are not frozen: a frozen
-# dataclass sets each field through object.__setattr__ (a 12-field Decision ~1.3 us against
-# ~0.4, measured). Nothing changes one once built.
+# dataclass sets each field through object.__setattr__, which showed in a drain's profile.
+# Nothing changes one once built.
 @dataclass(slots=True)
 class Claimed:
     """A claimed work row: how often it failed before, and how often it crashed a worker."""

@@ -8,19 +8,18 @@ poll each time, twice a statement. While the batch's pipeline is open the connec
 ``wait`` is hooked: a request to send is answered "writable" at once as long as libpq holds
 nothing unsent (it flushes what it holds first, which is what the answer makes psycopg do
 anyway), so the kernel has taken everything so far and takes the next statement too: two
-fewer system calls a statement and no pass through psycopg's waiting loop (~4-8 us of the
-worker's CPU a statement, measured with 64-256 pipelined INSERTs a transaction on PostgreSQL
-15). When the kernel's buffer is full (a server that stopped reading), libpq keeps the rest,
-and the request goes to psycopg's wait, which waits for the socket: what a handler sends
-never piles up in the worker faster than the server reads it. A wait to read (a handler's
-fetch, psycopg's BEGIN) always goes to psycopg's wait.
+fewer system calls a statement and no pass through psycopg's waiting loop. When the kernel's
+buffer is full (a server that stopped reading), libpq keeps the rest, and the request goes to
+psycopg's wait, which waits for the socket: what a handler sends never piles up in the worker
+faster than the server reads it. A wait to read (a handler's fetch, psycopg's BEGIN) always
+goes to psycopg's wait.
 
 psycopg also has libpq send each statement on its own, at once (a flush after each: one
-``send`` system call a statement, ~13 us of the worker's CPU in a profile of one INSERT an
-event). While the pipeline is open, a statement is therefore held in the worker instead, in
-the order psycopg queued it, and up to HOLD_MAX go to libpq together when the pass needs them
-sent: the sync, a handler's fetch (before psycopg's flush request), or the HOLD_MAX-th.
-Nothing is lost by the wait: no statement's result is read before one of those anyway.
+``send`` system call a statement). While the pipeline is open, a statement is therefore held
+in the worker instead, in the order psycopg queued it, and up to HOLD_MAX go to libpq together
+when the pass needs them sent: the sync, a handler's fetch (before psycopg's flush request),
+or the HOLD_MAX-th. Nothing is lost by the wait: no statement's result is read before one of
+those anyway.
 
 Linux's ``TCP_CORK`` holds partial segments back until it is cleared (full segments still go
 at once): without it, each statement is a ``sendto`` that the server wakes up for, reads and
@@ -43,6 +42,8 @@ meanwhile, as psycopg's own send does.
 The hook is an attribute of the connection object, not a subclass: a host that instruments
 psycopg (OpenTelemetry's instrumentor replaces ``AsyncConnection.connect``) gets plain
 ``AsyncConnection`` objects, which this hooks all the same.
+
+What each part saves the worker: benchmarks/ANALYSIS.md, "The worker's pipeline".
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ _READY_R = int(Ready.R)
 # run on it.
 MAX_BUSY_SECONDS = 0.005
 # Statements held in the worker at most before they are handed to libpq together: one
-# ``send`` for this many instead of one each (8, 32 and 64 measured; 32 took the least CPU).
+# ``send`` for this many instead of one each; of the holds measured, this one took the least
+# CPU (benchmarks/ANALYSIS.md, "The worker's pipeline").
 HOLD_MAX = 32
 
 

@@ -4,9 +4,9 @@ A collector rather than numbers the worker keeps: no worker sees the whole queue
 claim, the receiver enqueues, operators replay), and the table is the truth. The query reads
 the small work table (``queue_gauges`` in processors/sql/queries.sql), with the worker's own
 role (it may read inbox_work and inbox_events), on a short-lived connection bounded by a
-statement timeout. Measured on PostgreSQL 15 (2 shared cores): 11-14 ms with 10,000 work
-rows, 150-320 ms with 100,000, 1.1-1.8 s with 1,000,000 (a big backlog). Results are kept for
-``min_interval_seconds``, so several scrapers cost one query per interval. Every worker
+statement timeout. Its time grows with the work table (benchmarks/ANALYSIS.md, "What
+observability costs"), so results are kept for ``min_interval_seconds``, and several
+scrapers cost one query per interval. Every worker
 process exports the same numbers: aggregate them with ``max by (source, state)``, never
 ``sum``. (``python -m benchmarks observability`` measures the query.)
 """

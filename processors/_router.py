@@ -67,9 +67,9 @@ class Router:
 
     def __init__(self) -> None:
         self._routes: list[Route] = []
-        # resolve() per event matched every route's glob (~1.5 us an event with one route):
-        # its answers are kept, at most _RESOLVED of them (event types come from payloads,
-        # so their number is the sender's to choose), and forgotten when a route is added.
+        # resolve() would match every route's glob for every event: its answers are kept,
+        # at most _RESOLVED of them (event types come from payloads, so their number is the
+        # sender's to choose), and forgotten when a route is added.
         self._resolved: dict[tuple[str, str | None], Route | None] = {}
 
     def on(

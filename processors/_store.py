@@ -49,8 +49,7 @@ _JSON = json.JSONDecoder()
 def _load_json(data: str | bytes) -> Any:
     """A claimed row's JSON (its headers): jsonb's text never has whitespace around it, so
     the scanner takes it as it comes, without json.loads' detection of the bytes' encoding
-    and its two whitespace matches (five headers: 2.1 -> 1.0 us, timeit; a no-op event's
-    worker CPU 21.5-23.4 -> 20.6-21.4 us in interleaved drains)."""
+    and its two whitespace matches, on every claimed event's path."""
     return _JSON.raw_decode(data if isinstance(data, str) else data.decode())[0]
 
 
@@ -63,8 +62,7 @@ class _ClaimJsonbLoader(JsonbBinaryLoader):
 
 def _claim_cursor(conn: AsyncConn) -> psycopg.AsyncCursor[tuple[Any, ...]]:
     """A cursor for claimed rows: binary (the body's bytes and the timestamps come as they are
-    stored, not as text to parse: a no-op event's worker CPU ~67 -> ~51 us, medians of five
-    interleaved runs on a busy machine), its JSON read by ``_load_json``. The handler's own
+    stored, not as text to parse), its JSON read by ``_load_json``. The handler's own
     statements on the connection keep psycopg's defaults."""
     cursor = conn.cursor(row_factory=tuple_row, binary=True)
     if hooks().jsonb_loader:
@@ -132,8 +130,8 @@ class ClaimCursor:
     """Where a claim loop's next claim starts scanning inbox_work_claim (I/O free).
 
     A settled work row leaves a dead entry in the index until vacuum removes it, and a claim
-    from the index's start walks every one: draining a 1,000,000-event backlog, the claim
-    grew from 3 to 25 ms as the dead prefix grew. So after a full batch the next claim
+    from the index's start walks every one, so a long drain's claims slowed as the dead
+    prefix grew. So after a full batch the next claim
     resumes after that batch's last row. A claim looks at one window of pending rows (see
     claim_batch), except after a batch of unordered work. After a claim short of a batch,
     the next claims take turns: one from the start (where the keys that settled free their

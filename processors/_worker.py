@@ -50,9 +50,9 @@ log = get_logger("processors.worker")
 # A batch is one transaction. Under the shared savepoint a batch's size costs no
 # subtransactions (after a failure at most MAX_ISOLATED events re-run, each in its own, and
 # the rest are released), and a bigger claim spreads the claim, the claim counters, the
-# settle and the commit over more events: 256 drained a backlog 1.3-2.7x faster than 64 here
-# (benchmarks/ANALYSIS.md). With savepoints = "event" every event is a subtransaction, so a
-# batch holds at most MAX_ISOLATED.
+# settle and the commit over more events (benchmarks/ANALYSIS.md, "The batch's own Python,
+# and the claim"). With savepoints = "event" every event is a subtransaction, so a batch
+# holds at most MAX_ISOLATED.
 MAX_BATCH = 256
 # How often a worker makes sure the log's partitions are made ahead (they are made weeks
 # ahead; a writer also makes a missing one).

@@ -23,11 +23,9 @@ T = TypeVar("T")
 # Python's default first threshold (700 allocations) collects the young generation hundreds
 # of times a second in these processes, and each collection promotes whatever is in flight
 # (a request waiting for its group's commit, a claimed batch's events and their handlers'
-# cursors) until it dies in the oldest generation, whose full collections traverse all of it.
-# `inbox serve` at 64 connections, 3 runs each interleaved: p99 64-71 -> 46-60 ms,
-# 2,674-2,949 -> 3,005-3,428 req/s (no full collection in a 9,000-request run, against 5 of
-# 25-80 ms each). `inbox worker` draining 50,000 events, one INSERT a handler: worker CPU
-# 78-87 -> 64-65 us an event, 10.2-11.1k -> 12.8-13.0k events/s.
+# cursors) until it dies in the oldest generation, whose full collections traverse all of it
+# and stop every request in flight. What these thresholds bought: benchmarks/ANALYSIS.md
+# ("Ingest through HTTP", "The worker's process").
 DAEMON_GC_THRESHOLDS = (20_000, 20, 20)
 
 

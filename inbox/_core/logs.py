@@ -56,8 +56,8 @@ class GuestLogger:
                 and processors[0] is structlog.stdlib.filter_by_level
                 and not self._stdlib.isEnabledFor(level)
             ):
-                # What that first processor would decide, before building the event: a
-                # dropped debug event on the receiver's hot path cost ~5 us otherwise.
+                # What that first processor would decide, before building the event: the
+                # receiver drops a debug event per delivery, and building each one showed.
                 return
             bound = structlog.get_logger(self._name).bind(**self._context)
         else:

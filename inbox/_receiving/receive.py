@@ -165,7 +165,8 @@ async def receive_async(
         return pending
     try:
         # asyncio's own timeout, not anyio's cancel scope: the writer's group commit runs on
-        # asyncio anyway, and the scope cost ~15 us a request, a twentieth of the whole.
+        # asyncio anyway, and the scope's cost showed on the receiver's hot path
+        # (benchmarks/ANALYSIS.md, "Ingest through HTTP").
         async with asyncio.timeout(receiver.write_timeout_seconds):
             result = await writer.write(**pending.write_args())
     except WRITE_ERRORS as exc:

@@ -57,8 +57,8 @@ class WriteGroups:
         self._groups.queue.append(_Queued(params, future))
         if not self._gathering:
             # Start the groups after the callbacks already ready in this pass of the loop:
-            # the writes they make join this one (measured under `inbox serve` at 64
-            # connections: singles had cost more CPU than all the groups together).
+            # the writes they make join this one rather than go alone, each with a
+            # statement and a commit of its own.
             self._gathering = True
             loop.call_soon(self._gathered)
         # A caller cancelled while its write waits in the queue leaves nothing behind: the

@@ -74,13 +74,10 @@ class AsyncInboxWriter(
         self._opened = not self._owns_pool
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        # Group statements in flight, measured with signed webhooks through `inbox serve`
-        # on 2 cores shared with PostgreSQL (`python -m benchmarks receiver_load`, 7
-        # alternated pairs): 1 against 2, 16 connections 2,331-2,830 vs 1,979-2,515 req/s
-        # (303-385 vs 342-435 us of server CPU a request); 64 connections 2,715-3,333 vs
-        # 2,630-3,562. The library's own writers, which leave the CPU half idle
-        # (`python -m benchmarks ingest --writers 16,64 --only async-after_commit`): 2
-        # against 1, 16 writers 8,312 vs 6,374 writes/s, 64 writers 12,805 vs 7,943.
+        # Group statements in flight: one makes fewer, larger groups, which pays where the
+        # event loop is short of CPU (`inbox serve`); two let one commit while the next
+        # gathers, which pays where the CPU is idle (the library's own writers). Figures:
+        # benchmarks/ANALYSIS.md, "Ingest through the library" and "Ingest through HTTP".
         self._groups = WriteGroups(
             self._own,
             self._write_one,

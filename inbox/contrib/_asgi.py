@@ -225,9 +225,9 @@ class _WebhookEndpoint:
     """``POST /webhooks/{source}`` as a plain ASGI endpoint (Starlette still routes to it).
 
     It reads the scope and sends the reply itself instead of building a ``Request`` and a
-    ``Response`` and passing through their wrappers: on the hot path of `inbox serve` that
-    was a tenth of the CPU per webhook. The reply's headers are the ones a ``Response``
-    would send.
+    ``Response`` and passing through their wrappers, a share of the CPU per webhook on the
+    hot path of `inbox serve` (benchmarks/ANALYSIS.md, "Ingest through HTTP"). The reply's
+    headers are the ones a ``Response`` would send.
     """
 
     def __init__(self, rules: Receiver, slot: _WriterSlot) -> None:
