@@ -1,4 +1,4 @@
-"""The hand-written receiver the HTTP benchmark runs beside `inbox serve` (issue 11).
+"""The hand-written receiver the HTTP benchmark runs beside `inbox serve`.
 
 What a competent Python team writes when it needs a Standard Webhooks endpoint and has read
 the advice (verify the raw bytes, claim the key atomically, acknowledge after commit), with

@@ -18,7 +18,7 @@ from benchmarks.processing import Cell, ProcessingResult, goal_ratios
 
 @dataclass(frozen=True)
 class Figure:
-    number: str  # its section's: issue 6's six, and a letter after the figure it goes with
+    number: str  # its section's: a number, or a letter after the figure it goes with (2b)
     title: str  # its section's title when it failed (a driver's section brings its own)
     result: str  # the field of AllResults that keeps its result
 

@@ -1,4 +1,4 @@
-"""The console in a real browser: the operator's story of issue 10, end to end.
+"""The console in a real browser: the operator's story, end to end.
 
 A provider says it delivered ``evt_123`` three times (tests/console/_seed.py). The operator
 signs in, searches the key alone, opens the event, sees the three deliveries (one body

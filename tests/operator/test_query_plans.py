@@ -1,4 +1,4 @@
-"""The console's queries stay index-driven on a large inbox (issue 10, item 6).
+"""The console's queries stay index-driven on a large inbox.
 
 The plans checked are those of the statements the operator API really sends: the calls run
 on a connection with PostgreSQL's ``auto_explain`` loaded, which reports every statement's

@@ -60,8 +60,8 @@ def test_the_old_setting_trick_fails_as_the_receiver(db_url: str, roles: Roles) 
 
 
 def test_even_a_role_granted_delete_cannot_forge_the_prune_door(db_url: str, roles: Roles) -> None:
-    """The attack of issue 16, by a role that holds DELETE (granted by mistake): the
-    append-only guard itself refuses, whatever the session sets."""
+    """The old bypass of the prune door (docs/security.md), by a role that holds DELETE
+    (granted by mistake): the append-only guard itself refuses, whatever the session sets."""
     _seed(db_url)
     login = roles.login("operator")
     with psycopg.connect(db_url) as conn:
