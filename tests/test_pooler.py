@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Any
 
 import psycopg
@@ -107,3 +109,59 @@ def test_a_pooled_async_writer_groups_writes_and_leaves_nothing_behind(db_url: s
     new, session = asyncio.run(main())
     assert sorted(new) == [False] * 30 + [True] * 30
     assert session == ("0", 0)
+
+
+def _round_trips(trace: str) -> int:
+    """How often the client waited on the server in a libpq trace: each run of messages the
+    frontend sent ('F') that the backend ('B') then answered. A message is a line that starts
+    with its sender and length; a statement's text goes on over the lines after it."""
+    senders = [m.group(1) for m in re.finditer(r"^([FB])\t\d+\t", trace, re.MULTILINE)]
+    return sum(1 for before, now in itertools.pairwise(["B", *senders]) if before + now == "BF")
+
+
+@pytest.mark.parametrize("pooler", ["none", "transaction"])
+def test_a_write_is_one_round_trip_pooled_or_not(db_url: str, pooler: Any, tmp_path: Any) -> None:
+    # Behind a pooler the statement timeout goes with each write, in the same round trip.
+    options: dict[str, Any] = {"min_size": 1, "max_size": 1, "statement_timeout_seconds": 2}
+    path = tmp_path / "trace"
+    with InboxWriter(db_url, pooler=pooler, **options) as writer, open(path, "w") as sink:
+        writer.write("shop", "warm", b"{}")  # the partition is known from here on
+        with writer._pool.connection() as conn:
+            conn.pgconn.trace(sink.fileno())
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        new = writer.write("shop", "k1", b"{}")
+        again = writer.write("shop", "k1", b"{}")
+        with writer._pool.connection() as conn:
+            conn.pgconn.untrace()
+    trace = path.read_text()
+    assert (new.is_new, again.is_new) == (True, False)
+    assert ("set_config" in trace) == (pooler == "transaction")
+    assert _round_trips(trace) == 2, trace
+
+
+def test_a_pooled_async_write_is_one_round_trip(db_url: str, tmp_path: Any) -> None:
+    import asyncio
+
+    from inbox import AsyncInboxWriter
+
+    path = tmp_path / "trace"
+
+    async def main() -> tuple[bool, bool]:
+        async with AsyncInboxWriter(
+            db_url, pooler="transaction", statement_timeout_seconds=2, min_size=1, max_size=1
+        ) as writer:
+            await writer.write("shop", "warm", b"{}")
+            with open(path, "w") as sink:  # noqa: ASYNC230 - libpq writes to it, not us
+                async with writer._pool.connection() as conn:
+                    conn.pgconn.trace(sink.fileno())
+                    conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+                new = await writer.write("shop", "k1", b"{}")
+                again = await writer.write("shop", "k1", b"{}")
+                async with writer._pool.connection() as conn:
+                    conn.pgconn.untrace()
+        return new.is_new, again.is_new
+
+    assert asyncio.run(main()) == (True, False)
+    trace = path.read_text()
+    assert "set_config" in trace
+    assert _round_trips(trace) == 2, trace

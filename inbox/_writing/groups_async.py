@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
-from psycopg.rows import tuple_row
 
 from inbox._writing.groups import GroupQueue, fail, falls_back, resolve, statement
 from inbox._writing.plan import INSERT_EVENTS, WriteResult
@@ -24,8 +22,8 @@ from inbox._writing.plan import INSERT_EVENTS, WriteResult
 __all__ = ["WriteGroups"]
 
 WriteOne = Callable[[dict[str, Any]], Awaitable[WriteResult]]
-# The writer's connection for a statement of its own (AsyncInboxWriter._own).
-Connection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]]
+# One statement of the writer's own, committed: its rows (AsyncInboxWriter._fetch_own).
+Fetch = Callable[[LiteralString, dict[str, Any]], Awaitable[list[tuple[Any, ...]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +42,8 @@ class _Queued:
 
 
 class WriteGroups:
-    def __init__(self, connection: Connection, write_one: WriteOne, max_in_flight: int) -> None:
-        self._connection = connection
+    def __init__(self, fetch: Fetch, write_one: WriteOne, max_in_flight: int) -> None:
+        self._fetch = fetch
         self._write_one = write_one
         self._groups = GroupQueue(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -116,12 +114,7 @@ class WriteGroups:
         """Send the group as one statement and commit; resolve the writes it inserted and
         return the others. Raises when the outcome is unknown."""
         try:
-            async with self._connection() as conn:
-                cursor = conn.cursor(row_factory=tuple_row)
-                await cursor.execute(INSERT_EVENTS, statement(group))
-                rows = await cursor.fetchall()
-                if not conn.autocommit:
-                    await conn.commit()
+            rows = await self._fetch(INSERT_EVENTS, statement(group))
         except psycopg.Error as exc:
             if not falls_back(exc, len(group)):
                 raise

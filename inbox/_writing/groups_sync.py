@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
-from psycopg.rows import tuple_row
 
 from inbox._writing.groups import GroupQueue, fail, falls_back, resolve, statement
 from inbox._writing.plan import INSERT_EVENTS, WriteResult
@@ -25,8 +23,8 @@ from inbox._writing.plan import INSERT_EVENTS, WriteResult
 __all__ = ["SyncWriteGroups"]
 
 WriteOne = Callable[[dict[str, Any]], WriteResult]
-# The writer's connection for a statement of its own (InboxWriter._own).
-Connection = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+# One statement of the writer's own, committed: its rows (InboxWriter._fetch_own).
+Fetch = Callable[[LiteralString, dict[str, Any]], list[tuple[Any, ...]]]
 
 
 class _Waiter:
@@ -72,8 +70,8 @@ class _Waiter:
 
 
 class SyncWriteGroups:
-    def __init__(self, connection: Connection, write_one: WriteOne, max_in_flight: int) -> None:
-        self._connection = connection
+    def __init__(self, fetch: Fetch, write_one: WriteOne, max_in_flight: int) -> None:
+        self._fetch = fetch
         self._write_one = write_one
         self._groups = GroupQueue(max_in_flight)
         self._lock = threading.Lock()
@@ -149,12 +147,7 @@ class SyncWriteGroups:
         """Send the group as one statement and commit; resolve the writes it inserted and
         return the others. Raises when the outcome is unknown."""
         try:
-            with self._connection() as conn:
-                cursor = conn.cursor(row_factory=tuple_row)
-                cursor.execute(INSERT_EVENTS, statement(group))
-                rows = cursor.fetchall()
-                if not conn.autocommit:
-                    conn.commit()
+            rows = self._fetch(INSERT_EVENTS, statement(group))
         except psycopg.Error as exc:
             if not falls_back(exc, len(group)):
                 raise

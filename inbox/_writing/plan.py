@@ -240,6 +240,11 @@ def group_params(writes: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     }
 
 
+def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The first of a statement's rows, or None when it returned none."""
+    return rows[0] if rows else None
+
+
 def read_result(row: tuple[Any, ...] | None) -> WriteResult | None:
     """Decode a row of insert_event / record_duplicate; None means "run the next round"."""
     if row is None:

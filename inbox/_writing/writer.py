@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString
 
 from inbox._core.db import translate_driver_errors
 from inbox._core.errors import InboxError
@@ -25,6 +24,7 @@ from inbox._writing.plan import (
     PING,
     WriteRequest,
     WriteResult,
+    first_row,
     missing_partition,
     read_result,
 )
@@ -75,7 +75,7 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         self._closed = False
         self._pid = os.getpid()
         self._groups = SyncWriteGroups(
-            self._own,
+            self._fetch_own,
             self._write_one,
             max_in_flight=max(1, min(self._groups_wanted, self._pool.max_size // 2)),
         )
@@ -141,30 +141,35 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         self._partition_for(params["received_at"])
         return self._write_own(params)
 
-    @contextmanager
-    def _own(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool; behind a pooler, its transaction's settings go first,
-        with what the caller sends, in one implicit transaction (one pipeline sync)."""
+    def _fetch_own(self, query: LiteralString, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run one statement on a connection of the pool, committed, and return its rows.
+        Behind a pooler the transaction's settings go first, in the same implicit transaction
+        and the same round trip: the rows are read once the pipeline's sync has brought them
+        (fetching inside the pipeline would cost a flush's round trip, then the sync's)."""
+        from psycopg.rows import tuple_row
+
         with self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=tuple_row)
             if self._prelude is None:
-                yield conn
-                return
-            with conn.pipeline():
-                conn.execute(self._prelude)
-                yield conn
+                cursor.execute(query, params)
+            else:
+                with conn.pipeline():
+                    conn.execute(self._prelude)
+                    cursor.execute(query, params)
+            rows = cursor.fetchall()
+            if not conn.autocommit:
+                conn.commit()
+        return rows
 
     def _write_own(self, params: dict[str, Any]) -> WriteResult:
-        with self._own() as own:
-            result = self._run(own, params)
-            if not own.autocommit:
-                own.commit()
-        return result
+        for query in write_rounds():
+            result = read_result(first_row(self._fetch_own(query, params)))
+            if result is not None:
+                return result
+        raise rounds_exhausted(params)
 
     def _partition_for(self, at: Any) -> None:
-        with self._own() as own:
-            row = own.execute(PARTITION_FOR, {"at": at}).fetchone()
-            if not own.autocommit:
-                own.commit()
+        row = first_row(self._fetch_own(PARTITION_FOR, {"at": at}))
         if row is not None:
             self._partitions.add(row[0], row[1])
 

@@ -9,10 +9,9 @@ imported: a sync host's ``import inbox`` pays for neither.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString
 
 from inbox._core.db import translate_driver_errors
 from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
@@ -22,6 +21,7 @@ from inbox._writing.plan import (
     PING,
     WriteRequest,
     WriteResult,
+    first_row,
     missing_partition,
     read_result,
 )
@@ -79,7 +79,7 @@ class AsyncInboxWriter(
         # gathers, which pays where the CPU is idle (the library's own writers). Figures:
         # benchmarks/ANALYSIS.md, "Ingest through the library" and "Ingest through HTTP".
         self._groups = WriteGroups(
-            self._own,
+            self._fetch_own,
             self._write_one,
             max_in_flight=max(1, min(self._groups_wanted, self._pool.max_size // 2)),
         )
@@ -140,30 +140,35 @@ class AsyncInboxWriter(
         await self._partition_for(params["received_at"])
         return await self._write_own(params)
 
-    @asynccontextmanager
-    async def _own(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A connection of the pool; behind a pooler, with its transaction's settings sent
-        first (see InboxWriter)."""
+    async def _fetch_own(
+        self, query: LiteralString, params: Mapping[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement on a connection of the pool, committed, and return its rows; behind
+        a pooler in one round trip with the transaction's settings (see InboxWriter)."""
+        from psycopg.rows import tuple_row
+
         async with self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=tuple_row)
             if self._prelude is None:
-                yield conn
-                return
-            async with conn.pipeline():
-                await conn.execute(self._prelude)
-                yield conn
+                await cursor.execute(query, params)
+            else:
+                async with conn.pipeline():
+                    await conn.execute(self._prelude)
+                    await cursor.execute(query, params)
+            rows = await cursor.fetchall()
+            if not conn.autocommit:
+                await conn.commit()
+        return rows
 
     async def _write_own(self, params: dict[str, Any]) -> WriteResult:
-        async with self._own() as own:
-            result = await self._run(own, params)
-            if not own.autocommit:
-                await own.commit()
-        return result
+        for query in write_rounds():
+            result = read_result(first_row(await self._fetch_own(query, params)))
+            if result is not None:
+                return result
+        raise rounds_exhausted(params)
 
     async def _partition_for(self, at: Any) -> None:
-        async with self._own() as own:
-            row = await (await own.execute(PARTITION_FOR, {"at": at})).fetchone()
-            if not own.autocommit:
-                await own.commit()
+        row = first_row(await self._fetch_own(PARTITION_FOR, {"at": at}))
         if row is not None:
             self._partitions.add(row[0], row[1])
 
