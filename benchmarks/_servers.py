@@ -161,13 +161,14 @@ def handwritten(db_url: str, logs: Path) -> Iterator[Served]:
 WSGI_APPS = {
     "flask": ("benchmarks._flask_app:app", "Flask"),
     "django": ("benchmarks._django_site:application", "Django"),
+    "handwritten": ("benchmarks._handwritten_wsgi:app", "hand-written Flask"),
 }
 # gunicorn's shape for each app unless the command line names one: the best of those tried
 # on 2 cores (benchmarks/ANALYSIS.md), as the hand-written receiver gets its best pool. One
 # process: a second one adds its own pool and splits the groups, and PostgreSQL and the
 # driver need the other core; many threads: a thread holds its request while its write
 # waits for a group, so more threads make larger groups.
-BEST_SHAPE = {"flask": (1, 32), "django": (1, 32)}
+BEST_SHAPE = {"flask": (1, 32), "django": (1, 32), "handwritten": (1, 32)}
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,17 @@ def wsgi(target: WsgiApp, db_url: str, logs: Path) -> Iterator[Served]:
         WSGI_APPS[target.app][0],
     ]
     env = {"INBOX_CONFIG": str(config)}
+    name = "pg-inbox receiver"
+    if target.app == "handwritten":
+        name = HANDWRITTEN_APP
+        env = {
+            "BENCH_HANDWRITTEN_DSN": psycopg.conninfo.make_conninfo(db_url, application_name=name),
+            "BENCH_HANDWRITTEN_SECRET": SECRET,
+            "BENCH_HANDWRITTEN_POOL": str(DatabaseSettings().pool_max_size),
+        }
     health = f"http://127.0.0.1:{port}/healthz"
     with _running(cmd, logs / f"{target.app}-{port}.log", health, env) as pid:
-        yield Served(f"http://127.0.0.1:{port}/inbox/webhooks/{SOURCE}", pid, "pg-inbox receiver")
+        yield Served(f"http://127.0.0.1:{port}/inbox/webhooks/{SOURCE}", pid, name)
 
 
 @contextlib.contextmanager

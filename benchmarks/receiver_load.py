@@ -147,6 +147,12 @@ class HttpResult:
         ours, peer = self.cell(INBOX_TARGET, concurrency), self.cell(PEER_TARGET, concurrency)
         return ours.rps / peer.rps if ours and peer and peer.rps else None
 
+    def sync_peer(self, concurrency: int) -> HttpCell | None:
+        """The hand-written Flask receiver's cell, the sync receivers' peer, if it ran."""
+        name = WSGI_APPS["handwritten"][1]
+        cells = [c for c in self.cells if c.concurrency == concurrency]
+        return next((c for c in cells if c.target.startswith(name)), None)
+
     def expected(self, target: str) -> int:
         cells = [c for c in self.cells if c.target == target]
         return sum(r.requests for c in cells for r in c.runs) + WARMUP_REQUESTS * len(cells)
@@ -249,8 +255,9 @@ def measure(server: str, args: argparse.Namespace, logs: Path) -> HttpResult:
             "select (select count(*) from inbox_events), (select count(*) from handwritten_events)",
         )
         wsgi_stored = {
-            t.label: int(fetch_one(databases[t.label], "select count(*) from inbox_events")[0])
+            t.label: int(fetch_one(databases[t.label], f"select count(*) from {table}")[0])
             for t in args.wsgi
+            for table in ["handwritten_events" if t.app == "handwritten" else "inbox_events"]
         }
     return HttpResult(
         cells, requests, runs, args.driver, int(stored), int(peer_stored), workers, wsgi_stored
@@ -262,20 +269,25 @@ def render(result: HttpResult) -> list[str]:
         "## Ingest through HTTP: `inbox serve` beside a hand-written receiver, signed Standard"
         " Webhooks requests",
         "",
-        "| connections | target | req/s (median) | range | vs hand-written | p50 ms | p99 ms"
-        " | CPU µs/req: server | database | driver | machine busy | non-2xx |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| connections | target | req/s (median) | range | vs hand-written | vs hand-written"
+        " Flask | p50 ms | p99 ms | CPU µs/req: server | database | driver | machine busy"
+        " | non-2xx |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in result.cells:
         rates = [r.rps for r in c.runs]
         peer = result.cell(PEER_TARGET, c.concurrency)
         ratio = f"{c.rps / peer.rps:.2f}x" if peer and peer.rps and c.target != NOOP_TARGET else "—"
+        sync_peer = result.sync_peer(c.concurrency)
+        sync_ratio = "—"
+        if sync_peer and sync_peer.rps and c.target not in (NOOP_TARGET, sync_peer.target):
+            sync_ratio = f"{c.rps / sync_peer.rps:.2f}x"
         target = c.target
         if target == INBOX_TARGET and result.workers != 1:
             target += f" --workers {result.workers}"
         lines.append(
             f"| {c.concurrency} | {target} | {c.rps:,.0f} | {min(rates):,.0f}-{max(rates):,.0f}"
-            f" | {ratio} | {c.p50:.1f} | {c.p99:.1f} | {c.server_us:,.0f}"
+            f" | {ratio} | {sync_ratio} | {c.p50:.1f} | {c.p99:.1f} | {c.server_us:,.0f}"
             f" | {c.database_us:,.0f} | {c.driver_us:,.0f} | {c.busy:.0%} | {c.failures} |"
         )
     lines += [
@@ -300,10 +312,13 @@ def render(result: HttpResult) -> list[str]:
         )
         lines += [
             "",
-            "Flask and Django: the README's blueprint and view (benchmarks/_flask_app.py,"
-            " benchmarks/_django_site.py) under gunicorn's gthread worker, WORKERSxTHREADS as"
-            " named, each on a database of its own; their `InboxWriter` has `inbox serve`'s"
-            f" settings (pool, timeouts). Events stored {stored}.",
+            "Flask and Django: the blueprint and view as docs/receiving.md mounts them"
+            " (benchmarks/_flask_app.py, benchmarks/_django_site.py) under gunicorn's gthread"
+            " worker, WORKERSxTHREADS as named, each on a database of its own; their"
+            " `InboxWriter` has `inbox serve`'s settings (pool, timeouts). Their peer, the"
+            " hand-written Flask receiver (benchmarks/_handwritten_wsgi.py): the hand-written"
+            " receiver's endpoint as a Flask view on a psycopg ConnectionPool of the same size,"
+            f" under the same gunicorn. Events stored {stored}.",
         ]
     return lines
 
@@ -320,7 +335,8 @@ def _options(p: argparse.ArgumentParser) -> None:
         nargs="*",
         default=[],
         metavar="APP[:WxT]",
-        help="also serve these through gunicorn (gthread): flask, django, each with W workers"
+        help="also serve these through gunicorn (gthread): flask, django, handwritten (the"
+        " hand-written Flask receiver), each with W workers"
         " of T threads (default: its best, "
         + ", ".join(f"{app}:{w}x{t}" for app, (w, t) in BEST_SHAPE.items())
         + "); none unless named",

@@ -90,15 +90,21 @@ def test_the_receivers_benchmark_serves_flask_and_django_through_gunicorn(
     request with a 2xx, and each WSGI receiver stored exactly what it acknowledged."""
     from benchmarks import receiver_load
 
-    monkeypatch.setattr(receiver_load, "WARMUP_REQUESTS", 10)  # five targets warm up
+    monkeypatch.setattr(receiver_load, "WARMUP_REQUESTS", 10)  # six targets warm up
     sizes = ["--requests", "40", "--runs", "1", "--concurrency", "4"]
-    args = receiver_load.DRIVER.parse_args([*sizes, "--wsgi", "flask:1x4", "django:2x2"])
-    result = receiver_load.measure(pg_server, args, tmp_path)
+    wsgi = ["--wsgi", "flask:1x4", "django:2x2", "handwritten:1x4"]
+    result = receiver_load.measure(
+        pg_server, receiver_load.DRIVER.parse_args([*sizes, *wsgi]), tmp_path
+    )
 
     flask, django = "Flask (gunicorn 1x4)", "Django (gunicorn 2x2)"
-    assert {c.target for c in result.cells} >= {flask, django, receiver_load.PEER_TARGET}
+    peer = "hand-written Flask (gunicorn 1x4)"
+    assert {c.target for c in result.cells} >= {flask, django, peer, receiver_load.PEER_TARGET}
     assert [c.failures for c in result.cells] == [0] * len(result.cells)
-    assert result.wsgi_stored == {flask: result.expected(flask), django: result.expected(django)}
+    assert result.wsgi_stored == {t: result.expected(t) for t in (flask, django, peer)}
     report = "\n".join(receiver_load.render(result))
     assert f"| 4 | {flask} |" in report
     assert f"| 4 | {django} |" in report
+    # Each sync receiver is also compared with the hand-written one on its own server.
+    row = next(line for line in report.splitlines() if line.startswith(f"| 4 | {flask} |"))
+    assert row.split(" | ")[5].endswith("x")
