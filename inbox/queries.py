@@ -4,7 +4,7 @@ The CLI and the web console both call these, and only these: there is one copy o
 operator query. Every function takes ``db``: a connection string (a connection is opened,
 committed and closed) or an open ``psycopg.Connection`` (used as is; the caller commits).
 They are synchronous; the console runs them in a worker thread (``anyio.to_thread``) over
-connections from a pool::
+connections from a pool:
 
     from inbox import queries
     st = queries.status("postgresql://…")               # overview: per source, workers
@@ -24,7 +24,7 @@ Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retr
 (``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in ``inbox._operations.replay``;
 ``processors`` re-exports them). They take ``actor=`` and ``via=`` (``"cli"``,
 ``"console"`` or ``"api"``, the default), recorded in the audit; a preview
-(``dry_run=True``) says how many of the selected events are ``already_processed``::
+(``dry_run=True``) says how many of the selected events are ``already_processed``:
 
     queries.replay(db, reason="fix #412", event_filter=f, actor="olga", via="console")
 """
@@ -157,15 +157,20 @@ def __getattr__(name: str) -> Any:
 
 
 DEFAULT_MAX_AGE = timedelta(minutes=5)
+"""How long due work may wait before ``status`` calls it a problem (``max_age``)."""
+
 # Held keys listed in a status (all of them are counted).
 HELD_SHOWN = 10
-# A pruned event can no longer be inspected or replayed (its key stays, for dedupe): a week
-# is what someone on call needs to look back on.
-MINIMUM_RETENTION = timedelta(days=7)
 
-# The overview's two charts: (window, step).
+MINIMUM_RETENTION = timedelta(days=7)
+"""The shortest ``older_than`` that ``prune`` accepts by default (its ``minimum``): a pruned
+event can no longer be inspected or replayed (its key stays, for dedupe), and a week is what
+someone on call needs to look back on."""
+
 LAST_HOUR = (timedelta(hours=1), timedelta(minutes=1))
+"""An hour by the minute: a ``window`` for ``activity`` (its default)."""
 LAST_DAY = (timedelta(hours=24), timedelta(minutes=15))
+"""A day by the quarter hour: a ``window`` for ``activity``."""
 _MAX_BUCKETS = 1440
 
 

@@ -1,7 +1,5 @@
 """Helpers for your own tests of a pg-inbox project (``inbox init`` writes one that uses them).
 
-::
-
     from inbox.testing import deliver, fresh_database, settings_for_tests, signed_request
 
     with fresh_database(tables=["schema"]) as url:        # migrated, plus your own tables
@@ -17,7 +15,7 @@ with neither, on an embedded PostgreSQL in a temporary folder (``pg-inbox[embedd
 drops it (and stops that server) afterwards.
 
 Many tests, one migration: migrate a template once per session and clone it per test (a
-copy costs far less than a migration; pg-inbox's own suite does this)::
+copy costs far less than a migration; pg-inbox's own suite does this):
 
     @pytest.fixture(scope="session")
     def template(server):                  # server: postgres_server(), session-scoped

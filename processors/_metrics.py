@@ -29,6 +29,9 @@ _BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 @dataclass
 class WorkerMetrics:
+    """The worker's Prometheus metrics (docs/observability.md), in ``registry``: batches,
+    attempts by source and outcome, processing lag, the listener and reconnects."""
+
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:

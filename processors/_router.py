@@ -31,6 +31,9 @@ _RESOLVED = 1024
 
 @dataclass(frozen=True, slots=True)
 class Route:
+    """One handler's registration (``Router.on``, ``Router.on_batch``): the source (``*``
+    for any) and the glob of event types it takes."""
+
     source: str
     event_type: str
     handler: Handler | BatchHandler
@@ -55,6 +58,8 @@ class Route:
         return (1 if self.event_type != "*" else 0, literal, exact_source)
 
     def matches(self, source: str, event_type: str | None) -> bool:
+        """Whether an event of ``source`` and ``event_type`` routes here (an event with no
+        type matches only ``*``)."""
         if self.source not in ("*", source):
             return False
         if self.event_type == "*":

@@ -77,6 +77,10 @@ class ClaimSession:
 
 
 class CommitOutcomeUnknownError(ProcessingError):
+    """The connection broke during a batch's COMMIT: whether ``event_ids`` were settled is
+    unknown. The worker reconnects and reads which were; the others are claimable again,
+    and none is run again blindly."""
+
     def __init__(self, event_ids: list[int]) -> None:
         self.event_ids = event_ids
         super().__init__(f"connection lost during COMMIT of {len(event_ids)} events")
@@ -175,6 +179,8 @@ class Worker:
             self._wakeup.set()
 
     async def run(self, stop: anyio.Event | None = None) -> None:
+        """Claim and process events until ``stop`` is set (or ``request_stop`` is called),
+        then stop gracefully, as the class says."""
         listen = self._settings.listen and self._listen_dsn is not None
         log.info(
             "worker_started",

@@ -1,7 +1,5 @@
 """Helpers for your own tests: run your Router over the events waiting in a database.
 
-::
-
     from inbox.testing import fresh_database
     from processors.testing import run_pending, run_until
 

@@ -57,6 +57,10 @@ DEFAULT_CONFIG_PATH = Path("inbox.toml")
 
 
 class Settings(BaseSettings):
+    """Every setting, frozen: a field per table of the TOML file, each key also an ``INBOX_*``
+    variable, which wins (docs/operations.md). ``load_settings`` reads the file;
+    ``Settings(...)`` itself reads the environment and its keyword arguments only."""
+
     model_config = SettingsConfigDict(
         env_prefix="INBOX_",
         env_nested_delimiter="__",
@@ -73,11 +77,11 @@ class Settings(BaseSettings):
     app: AppSettings = AppSettings()
     console: ConsoleSettings = ConsoleSettings()
 
-    # The TOML file these settings were read from (None: environment and defaults only).
     _config_file: Path | None = PrivateAttr(default=None)
 
     @property
     def config_file(self) -> Path | None:
+        """The TOML file these settings were read from (None: environment and defaults)."""
         return self._config_file
 
     @field_validator("sources")
@@ -95,6 +99,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """pydantic-settings' hook: keyword arguments, then the environment (with
+        ``INBOX_DATABASE_URL``), then the file ``load_settings`` is reading, if any."""
         toml_path = _TOML_PATH_FOR_LOAD.get("path")
         sources: list[PydanticBaseSettingsSource] = [
             init_settings,
@@ -106,6 +112,7 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     def source(self, name: str) -> SourceSettings | None:
+        """The ``[[sources]]`` entry named ``name``, or None."""
         return next((s for s in self.sources if s.name == name), None)
 
 

@@ -41,6 +41,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class EventSummary(Record):
+    """One event in a listing (``queries.events``, ``queries.dead``): its identity, its
+    state and its latest attempt; ``queries.event`` has the rest."""
+
     id: int
     source: str
     key: str
@@ -58,6 +61,8 @@ class EventSummary(Record):
 
 @dataclass(frozen=True, slots=True)
 class EventPage(Record):
+    """A page of a listing, newest first."""
+
     events: list[EventSummary]
     next_before: int | None
     """Pass as ``before`` for the next page; None on the last page."""
@@ -85,6 +90,7 @@ class Delivery(Record):
     itself): what ``queries.delivery_body`` takes."""
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the body, when it differs, as ``body_base64``."""
         # The body as base64, not hex (the other bytes' form): it is what a reader decodes.
         body = None if self.body is None else base64.b64encode(self.body).decode()
         return {
@@ -95,6 +101,8 @@ class Delivery(Record):
 
 @dataclass(frozen=True, slots=True)
 class Attempt(Record):
+    """One run of a handler on the event (``inbox_attempts``), as recorded."""
+
     attempt: int
     started_at: datetime
     finished_at: datetime
@@ -115,9 +123,11 @@ class Attempt(Record):
 
     @property
     def duration(self) -> timedelta:
+        """How long the attempt ran."""
         return self.finished_at - self.started_at
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the fields, then ``duration_seconds``."""
         return {**record_json(self), "duration_seconds": self.duration.total_seconds()}
 
 
@@ -151,6 +161,9 @@ _DETAIL_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class EventDetail(Record):
+    """One event whole (``queries.event``): its body and headers, its work, every delivery
+    of its key, every attempt, and the replay runs that included it."""
+
     id: int
     source: str
     key: str
@@ -178,12 +191,15 @@ class EventDetail(Record):
             return None
 
     def body_text(self) -> str | None:
+        """The body decoded as UTF-8, or None when it is not UTF-8."""
         try:
             return self.body.decode("utf-8")
         except UnicodeDecodeError:
             return None
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the event's identity, then its body (its size, and as JSON,
+        text and base64), its work, deliveries, attempts and replays."""
         return {
             **record_json(self, _DETAIL_FIELDS),
             "body_size": len(self.body),
@@ -216,11 +232,14 @@ class HeldKey(Record):
 
     @property
     def reason(self) -> str:
+        """Why the key is held: ``dead letter`` or ``retrying``."""
         return "dead letter" if self.state == "dead" else "retrying"
 
 
 @dataclass(frozen=True, slots=True)
 class SourceStatus(Record):
+    """One source's line of a ``Status``: what it received, and where its events are."""
+
     source: str
     received_1h: int
     received_24h: int
@@ -254,6 +273,9 @@ _STATUS_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class Status(Record):
+    """The inbox at a glance (``queries.status``, ``inbox status``): per source, the
+    workers, and whether it is healthy."""
+
     generated_at: datetime
     sources: list[SourceStatus]
     worker_processes: int
@@ -274,19 +296,23 @@ class Status(Record):
 
     @property
     def healthy(self) -> bool:
+        """No problems (``inbox status`` exits 2 when there are)."""
         return not self.problems
 
     @property
     def dead(self) -> int:
+        """Dead letters, all sources together."""
         return sum(s.dead for s in self.sources)
 
     @property
     def oldest_pending_seconds(self) -> float | None:
+        """The longest any source's due work has waited (None: none waits)."""
         ages = [s.oldest_pending_seconds for s in self.sources]
         known = [a for a in ages if a is not None]
         return max(known) if known else None
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the verdict first, the sources, then the workers."""
         return {
             **record_json(self, _STATUS_FIELDS),
             "workers": {
@@ -328,6 +354,8 @@ class PrunedPartition(Record):
 
 @dataclass(frozen=True, slots=True)
 class PruneResult(Record):
+    """What a prune removed (``queries.prune``), or with ``dry_run`` would remove."""
+
     cutoff: datetime
     dry_run: bool
     events_deleted: int

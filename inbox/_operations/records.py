@@ -121,6 +121,8 @@ class Record:
     _json_extra: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The record's ``--json`` form: datetimes as ISO 8601, durations in seconds, bytes
+        as hex (docs/operations.md). Keys are only ever added, never renamed or removed."""
         return {**record_json(self), **record_json(self, self._json_extra)}
 
 
@@ -154,6 +156,8 @@ class WorkerVersion(Record):
 
 @dataclass(frozen=True, slots=True)
 class ActivityPoint(Record):
+    """One bucket of an ``Activity``: what arrived and what ran in it."""
+
     at: datetime
     """The bucket's start; it spans one step."""
     received: int
@@ -172,6 +176,7 @@ class Activity(Record):
     points: list[ActivityPoint]
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the window and step in seconds, then the points."""
         return {
             "window_seconds": self.window.total_seconds(),
             "step_seconds": self.step.total_seconds(),
@@ -226,6 +231,8 @@ class AuditEntry(Record):
 
 @dataclass(frozen=True, slots=True)
 class AuditPage(Record):
+    """A page of the audit (``queries.audit``), newest first."""
+
     entries: list[AuditEntry]
     next_cursor: str | None
     """Pass as ``cursor`` for the next (older) page; None on the last page."""

@@ -85,6 +85,9 @@ _RESULT_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult(Record):
+    """What a replay or a dead-letter retry queued (``replay``, ``retry_dead``), or with
+    ``dry_run`` would queue."""
+
     selected: int
     """Events the selection matched."""
     queued: int
@@ -122,11 +125,14 @@ class ReplayResult(Record):
         return []
 
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the fields, then ``warnings``."""
         return {**record_json(self, _RESULT_FIELDS), "warnings": self.warnings}
 
 
 @dataclass(frozen=True, slots=True)
 class SkipResult(Record):
+    """What ``skip_dead`` did with each id it was given."""
+
     skip_id: int | None
     """The audit run's id (None when none of the ids was a dead letter)."""
     skipped: list[int]

@@ -24,6 +24,8 @@ __all__ = [
 ]
 
 EventState = Literal["pending", "retrying", "processed", "skipped", "dead"]
+"""Where an event is: waiting for its first attempt, waiting after a failed one, settled by
+a handler, settled without one (no route, or an operator's skip), or a dead letter."""
 EVENT_STATES: tuple[EventState, ...] = ("pending", "retrying", "processed", "skipped", "dead")
 FilterState = Literal["pending", "retrying", "processed", "skipped", "dead", "replay-queued"]
 """What a filter can ask for: an event's state, or ``replay-queued`` (its pending work was
@@ -71,6 +73,7 @@ class EventFilter:
             raise ValueError("the received-between range is empty: since must be before until")
 
     def is_empty(self) -> bool:
+        """No field is given: the filter selects every event."""
         return all(getattr(self, f.name) is None for f in fields(self))
 
     def params(self) -> dict[str, Any]:

@@ -204,6 +204,7 @@ class Receiver:
 
     @property
     def sources(self) -> Mapping[str, ReceivingSource]:
+        """The configured sources by name, ready to receive."""
         return self._sources
 
     # -- step 1 ---------------------------------------------------------------------------
@@ -226,6 +227,7 @@ class Receiver:
         return source
 
     def body_too_large(self, source: ReceivingSource) -> ReceiverResponse:
+        """The 413 reply for a body past ``source``'s ``max_body_bytes``, counted."""
         return self._refuse(
             source.name,
             413,

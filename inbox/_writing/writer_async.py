@@ -85,6 +85,7 @@ class AsyncInboxWriter(
         )
 
     async def open(self) -> None:
+        """Open the pool the writer owns (the first write does it too)."""
         if not self._opened:
             with translate_driver_errors("opening the writer's pool"):
                 await self._pool.open()

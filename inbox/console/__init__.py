@@ -7,18 +7,19 @@ Where it runs:
 - ``inbox console [--host --port]``: on its own (``[console] host``/``port``, default
   127.0.0.1:8001), at ``http://HOST:PORT/console/``.
 - ``inbox serve`` with ``[console] enabled = true``: at ``/console`` next to the receiver.
-- In any ASGI app (Starlette, FastAPI)::
+- In any ASGI app (Starlette, FastAPI), mounted as below. Django and Flask are WSGI: run
+  ``inbox console`` beside them (or mount the app in an ASGI server of its own) and route
+  ``/console`` to it in the reverse proxy.
 
-      from inbox import load_settings
-      from inbox.console import create_app
+Mounted in an ASGI app:
 
-      console = create_app(load_settings(), dsn="postgresql://…")
-      app.mount("/console", console)          # app = FastAPI() or Starlette()
-      # a mounted app gets no lifespan: close its pool at your shutdown with
-      # await console.state.console.pool.close()
+    from inbox import load_settings
+    from inbox.console import create_app
 
-  Django and Flask are WSGI: run ``inbox console`` beside them (or mount the app in an
-  ASGI server of its own) and route ``/console`` to it in the reverse proxy.
+    console = create_app(load_settings(), dsn="postgresql://…")
+    app.mount("/console", console)          # app = FastAPI() or Starlette()
+    # a mounted app gets no lifespan: close its pool at your shutdown with
+    # await console.state.console.pool.close()
 
 Settings (``[console]``; each also ``INBOX_CONSOLE__KEY``):
 
