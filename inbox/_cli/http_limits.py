@@ -18,6 +18,9 @@ closed and what the client still sends is read and dropped for a moment, so that
 is read rather than lost to a reset. Deadlines are checked by one timer per server, every
 ``_tick`` seconds, not one per request: arming and cancelling timers was a measurable part
 of a request's cost.
+
+The protocol subclasses a private class of uvicorn's: ``inbox._cli.uvicorn_hooks`` checks at
+start-up that it still fits, and imports this module only then.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from inbox._cli.common import http_url, port, positive_int, positive_seconds
 from inbox._cli.dev.env import with_dev_secrets
 from inbox._cli.logs import say
 from inbox._cli.processes import serve_in_processes
+from inbox._cli.uvicorn_hooks import http_options
 from inbox._core.daemon import daemon_gc
 from inbox._core.embedded import running_dev_server
 from inbox._core.errors import ConfigError
@@ -109,22 +110,12 @@ def receiver_config(
     ``[receiver]`` limits on what a client may hold (default: their defaults)."""
     server = require_extra("uvicorn", "server", "the HTTP receiver")
     require_extra("httptools", "server", "the HTTP receiver")
-    from inbox._cli.http_limits import HttpLimits, limited_protocol  # imports uvicorn
-
     limits = limits or ReceiverSettings()
-    protocol = limited_protocol(
-        HttpLimits(
-            max_header_bytes=limits.max_header_bytes,
-            max_headers=limits.max_headers,
-            head_timeout_seconds=limits.head_timeout_seconds,
-            body_timeout_seconds=limits.body_timeout_seconds,
-        )
-    )
     config: uvicorn.Config = server.Config(
         app,
         host=host,
         port=port,
-        http=protocol,
+        **http_options(limits),  # the head's limits and clocks (inbox._cli.uvicorn_hooks)
         limit_concurrency=limits.max_connections,  # uvicorn's own: 503 past it
         lifespan="on",
         access_log=False,

@@ -9,9 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -68,12 +68,19 @@ def wait_until_healthy(url: str, process: subprocess.Popen[str], deadline_s: flo
 
 
 @contextlib.contextmanager
-def serving(config: Path, port: int) -> Iterator[subprocess.Popen[str]]:
-    """`inbox serve` with ``config``, healthy on ``port``, until SIGTERM at the end."""
+def serving(
+    config: Path,
+    port: int,
+    *,
+    python: Sequence[str] = ("-m", "inbox._cli.main"),
+    stderr: IO[str] | int = subprocess.PIPE,
+) -> Iterator[subprocess.Popen[str]]:
+    """`inbox serve` with ``config``, healthy on ``port``, until SIGTERM at the end; started
+    as ``python`` says (what runs the command line), its log going to ``stderr``."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "inbox._cli.main", "--config", str(config), "serve"],
+        [sys.executable, *python, "--config", str(config), "serve"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
     )
     try:

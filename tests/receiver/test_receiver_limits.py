@@ -24,17 +24,23 @@ MAX_CONNECTIONS = 20
 LATE = 1.5
 
 
-@pytest.fixture
-def serve(
-    tmp_path: Path, receiver_url: str, unused_tcp_port: int, rsa_pair: RsaPair
-) -> Iterator[tuple[int, subprocess.Popen[str]]]:
-    config = write_config(tmp_path / "inbox.toml", receiver_url, unused_tcp_port, rsa_pair)
+def limited_config(path: Path, receiver_url: str, port: int, rsa_pair: RsaPair) -> Path:
+    """The receiver's config with the short clocks and few connections of these tests."""
+    config = write_config(path, receiver_url, port, rsa_pair)
     text = config.read_text().replace(
         "[receiver]\n",
         f"[receiver]\nhead_timeout_seconds = {HEAD_SECONDS}\n"
         f"body_timeout_seconds = {BODY_SECONDS}\nmax_connections = {MAX_CONNECTIONS}\n",
     )
     config.write_text(text)
+    return config
+
+
+@pytest.fixture
+def serve(
+    tmp_path: Path, receiver_url: str, unused_tcp_port: int, rsa_pair: RsaPair
+) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    config = limited_config(tmp_path / "inbox.toml", receiver_url, unused_tcp_port, rsa_pair)
     with serving(config, unused_tcp_port) as process:
         yield unused_tcp_port, process
 
