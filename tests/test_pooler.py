@@ -122,7 +122,13 @@ def _round_trips(trace: str) -> int:
 @pytest.mark.parametrize("pooler", ["none", "transaction"])
 def test_a_write_is_one_round_trip_pooled_or_not(db_url: str, pooler: Any, tmp_path: Any) -> None:
     # Behind a pooler the statement timeout goes with each write, in the same round trip.
-    options: dict[str, Any] = {"min_size": 1, "max_size": 1, "statement_timeout_seconds": 2}
+    # No wake-ups: their NOTIFY would share the one connection, when the coalescer says.
+    options: dict[str, Any] = {
+        "min_size": 1,
+        "max_size": 1,
+        "statement_timeout_seconds": 2,
+        "notify": "off",
+    }
     path = tmp_path / "trace"
     with InboxWriter(db_url, pooler=pooler, **options) as writer, open(path, "w") as sink:
         writer.write("shop", "warm", b"{}")  # the partition is known from here on
@@ -148,7 +154,12 @@ def test_a_pooled_async_write_is_one_round_trip(db_url: str, tmp_path: Any) -> N
 
     async def main() -> tuple[bool, bool]:
         async with AsyncInboxWriter(
-            db_url, pooler="transaction", statement_timeout_seconds=2, min_size=1, max_size=1
+            db_url,
+            pooler="transaction",
+            statement_timeout_seconds=2,
+            min_size=1,
+            max_size=1,
+            notify="off",
         ) as writer:
             await writer.write("shop", "warm", b"{}")
             with open(path, "w") as sink:  # noqa: ASYNC230 - libpq writes to it, not us
