@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     from inbox._cli.replay import register as register_replay
 
     register_replay(commands)
+    from inbox._cli.providers import register as register_providers
+
+    register_providers(commands)
     for plugin in entry_points(group="pg_inbox.cli"):
         try:
             register = plugin.load()

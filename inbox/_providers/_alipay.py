@@ -21,7 +21,7 @@ from inbox._core.errors import VerificationError
 
 from ._base import FORM_CONTENT_TYPE, WebhookRequest, b64decode_lenient, parse_form
 from ._keys import load_rsa_private_key, load_rsa_public_key, rsa_sha256_sign, rsa_sha256_verify
-from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
+from ._provider import About, Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["AlipaySigner", "AlipayVerifier"]
 
@@ -136,6 +136,13 @@ PROVIDER = Provider(
     name="alipay",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Alipay",
+        signs="RSA2 (SHA256withRSA) of the sorted form parameters but sign and sign_type",
+        unsigned="nothing else: notify_id (the key) and notify_type are signed parameters",
+        proof="docs-only",
+        proof_source="https://opendocs.alipay.com/common/02mse7",
+    ),
     key_specs=specs("form:notify_id"),
     type_specs=specs("form:notify_type"),
     sample=_sample,

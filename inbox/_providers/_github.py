@@ -17,7 +17,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, require_header, require_match
-from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["GitHubSigner", "GitHubVerifier"]
 
@@ -76,6 +76,13 @@ PROVIDER = Provider(
     name="github",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="GitHub",
+        signs="HMAC-SHA256 hex of the body (X-Hub-Signature-256: sha256=)",
+        unsigned="X-GitHub-Delivery (the key) and X-GitHub-Event (the type); no timestamp",
+        proof="vectors",
+        proof_source="https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+    ),
     key_specs=specs("header:x-github-delivery"),
     type_specs=specs("header:x-github-event"),
     sample=_sample,

@@ -23,7 +23,7 @@ from inbox._core.errors import VerificationError
 from inbox._core.specs import Spec
 
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
-from ._provider import Provider, ProviderConfig
+from ._provider import About, Provider, ProviderConfig
 
 __all__ = ["HmacRecipe", "HmacRecipeSigner", "HmacRecipeVerifier", "parse_recipe"]
 
@@ -195,6 +195,13 @@ PROVIDER = Provider(
     name="hmac",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="HMAC recipe (from options)",
+        signs="what the options say: an HMAC of a template over the body, timestamp and id",
+        unsigned="the id header unless signed_content names {id} (a warning at start-up)",
+        proof="vectors",
+        proof_source="GitHub's documented example, as a recipe",
+    ),
     option_key_specs=_id_header,
     unsigned_key_header=_unsigned_id_header,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._base import WebhookRequest
-from ._provider import Provider, ProviderConfig
+from ._provider import About, Provider, ProviderConfig
 
 __all__ = ["NoneSigner", "NoneVerifier"]
 
@@ -43,4 +43,16 @@ def _signer(c: ProviderConfig) -> NoneSigner:
     return NoneSigner()
 
 
-PROVIDER = Provider(name="none", verifier=_verifier, signer=_signer, unverified=True)
+PROVIDER = Provider(
+    name="none",
+    verifier=_verifier,
+    signer=_signer,
+    about=About(
+        title="None (unverified)",
+        signs="nothing: every request is accepted (a warning at start-up)",
+        unsigned="everything",
+        proof="n/a",
+        proof_source="",
+    ),
+    unverified=True,
+)

@@ -14,13 +14,28 @@ import secrets
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from inbox._core.specs import Spec, parse_spec
 
 from ._base import Signer, Verifier, WebhookRequest
 
-__all__ = ["Provider", "ProviderConfig", "Sample", "dev_token", "iso_time", "specs"]
+__all__ = [
+    "PROOFS",
+    "About",
+    "Proof",
+    "Provider",
+    "ProviderConfig",
+    "Sample",
+    "dev_token",
+    "iso_time",
+    "specs",
+]
+
+# How a scheme was shown to interoperate with the provider, strongest first. A record's claim
+# is held by tests/verifiers/test_providers_proofs.py: each level needs its kind of test.
+Proof = Literal["sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a"]
+PROOFS: tuple[Proof, ...] = ("sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a")
 
 
 class ProviderConfig:
@@ -115,12 +130,30 @@ def _as_configured(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class About:
+    """What ``inbox providers`` and docs/providers.md say of a scheme, for a user on call."""
+
+    title: str
+    # What the signature covers, and what travels beside it unsigned (ids, type headers).
+    signs: str
+    unsigned: str
+    proof: Proof
+    # The SDK (PyPI name) or the page the vectors or the algorithm came from.
+    proof_source: str
+    # The replay window the provider documents, in seconds (None: it signs no timestamp).
+    tolerance_seconds: int | None = None
+    # The handshake, in words ("" when there is none).
+    handshake: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Provider:
     """One provider's whole story, asked by receiving, ``inbox send`` and the registry."""
 
     name: str
     verifier: Callable[[ProviderConfig], Verifier]
     signer: Callable[[ProviderConfig], Signer]
+    about: About
     # Where its deliveries carry the idempotency key / event type, tried in order.
     key_specs: tuple[Spec, ...] = field(default_factory=lambda: specs("body-sha256"))
     type_specs: tuple[Spec, ...] = ()

@@ -20,7 +20,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, require_header, require_match
-from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["ShopifySigner", "ShopifyVerifier"]
 
@@ -96,6 +96,13 @@ PROVIDER = Provider(
     name="shopify",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Shopify",
+        signs="HMAC-SHA256 base64 of the body (X-Shopify-Hmac-Sha256)",
+        unsigned="X-Shopify-Event-Id or -Webhook-Id (the key), X-Shopify-Topic; no timestamp",
+        proof="docs-only",
+        proof_source="https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-5-verify-the-webhook",
+    ),
     # Shopify Events send the same headers without the X- prefix.
     key_specs=specs(
         "header:x-shopify-event-id",

@@ -13,7 +13,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
-from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["SlackSigner", "SlackVerifier"]
 
@@ -98,6 +98,15 @@ PROVIDER = Provider(
     name="slack",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Slack",
+        signs="HMAC-SHA256 hex of `v0:{timestamp}:{body}` (X-Slack-Signature: v0=)",
+        unsigned="nothing: event_id and the type are in the signed body",
+        proof="vectors",
+        proof_source="slackapi/python-slack-sdk tests/signature/test_signature_verifier.py",
+        tolerance_seconds=300,
+        handshake="url_verification: the challenge is echoed back, not stored",
+    ),
     key_specs=specs("json:/event_id"),
     type_specs=specs("json:/event/type", "json:/type"),
     sample=_sample,

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, matches_any, require_header
-from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
+from ._provider import About, Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["StandardWebhooksSigner", "StandardWebhooksVerifier"]
 
@@ -187,6 +187,14 @@ PROVIDER = Provider(
     name="standard-webhooks",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Standard Webhooks (and Svix)",
+        signs="HMAC-SHA256 (v1) or Ed25519 (v1a) of `{webhook-id}.{webhook-timestamp}.{body}`",
+        unsigned="nothing: the id and timestamp are signed; the type is in the body",
+        proof="sdk-both-ways",
+        proof_source="svix; vectors of standard-webhooks/standard-webhooks",
+        tolerance_seconds=300,
+    ),
     # Svix sends the spec's headers as svix-*; the verifier reads the same order.
     key_specs=specs("header:webhook-id", "header:svix-id"),
     type_specs=specs("json:/type"),

@@ -17,7 +17,7 @@ from typing import Any
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
-from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["StripeSigner", "StripeVerifier"]
 
@@ -107,6 +107,14 @@ PROVIDER = Provider(
     name="stripe",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Stripe",
+        signs="HMAC-SHA256 hex of `{t}.{body}` (Stripe-Signature t=, v1=)",
+        unsigned="nothing: the event id and type are in the signed body",
+        proof="docs-only",
+        proof_source="https://docs.stripe.com/webhooks#verify-manually",
+        tolerance_seconds=300,
+    ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/type"),
     sample=_sample,

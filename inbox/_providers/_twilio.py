@@ -38,7 +38,7 @@ from ._base import (
     require_header,
     require_match,
 )
-from ._provider import Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
 __all__ = ["TwilioSigner", "TwilioVerifier", "twilio_url_with_body_hash"]
 
@@ -211,6 +211,13 @@ PROVIDER = Provider(
     name="twilio",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="Twilio",
+        signs="HMAC-SHA1 (or SHA-256) base64 of the URL and sorted form fields (JSON: bodySHA256)",
+        unsigned="I-Twilio-Idempotency-Token (the key); no timestamp",
+        proof="sdk-both-ways",
+        proof_source="twilio (RequestValidator)",
+    ),
     key_specs=specs("header:i-twilio-idempotency-token"),
     sample=_sample,
     posts_form=True,

@@ -25,7 +25,7 @@ from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, require_header
 from ._keys import load_rsa_private_key, load_rsa_public_key, rsa_sha256_sign, rsa_sha256_verify
-from ._provider import Provider, ProviderConfig, Sample, iso_time, specs
+from ._provider import About, Provider, ProviderConfig, Sample, iso_time, specs
 
 __all__ = ["WechatPaySigner", "WechatPayVerifier", "decrypt_wechatpay_resource"]
 
@@ -151,6 +151,14 @@ PROVIDER = Provider(
     name="wechatpay",
     verifier=_verifier,
     signer=_signer,
+    about=About(
+        title="WeChat Pay",
+        signs="SHA256withRSA of `{timestamp}\\n{nonce}\\n{body}\\n`, key by Wechatpay-Serial",
+        unsigned="nothing: the id and event_type are in the signed body",
+        proof="docs-only",
+        proof_source="https://pay.weixin.qq.com/docs/merchant/development/interface-rules/signature-verification.html",
+        tolerance_seconds=300,
+    ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/event_type"),
     sample=_sample,

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier, sign_request
+from tests.verifiers._proofs import proves
 
 PARAMS = {
     "notify_time": "2024-01-01 12:00:00",
@@ -59,6 +60,7 @@ def reason(body: bytes, public_pems: list[str]) -> str:
     return info.value.reason
 
 
+@proves("alipay", "docs-twin")
 def test_independently_signed_notification_verifies(rsa_pair: Any) -> None:
     verify(alipay_body(rsa_pair.private_pem), [rsa_pair.public_pem])
 

@@ -11,6 +11,7 @@ import pytest
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier
 from inbox._receiving.extract import extraction_for
+from tests.verifiers._proofs import proves
 
 # GitHub's documented example ("Validating webhook deliveries", docs.github.com).
 GITHUB_SECRET = "It's a Secret to Everybody"
@@ -44,6 +45,7 @@ def reason(name: str, request: WebhookRequest, secret: str, *, now: float = 0) -
 # --- GitHub -------------------------------------------------------------------------------
 
 
+@proves("github", "vectors")
 def test_github_documented_vector_verifies() -> None:
     request = req({"x-hub-signature-256": GITHUB_SIGNATURE}, GITHUB_BODY)
     build_verifier("github", secrets=[GITHUB_SECRET]).verify(request, now=0)
@@ -75,6 +77,7 @@ def test_github_legacy_sha1_header_alone_is_missing() -> None:
 # --- Shopify ------------------------------------------------------------------------------
 
 
+@proves("shopify", "docs-twin")
 def test_shopify_signature_is_base64_of_the_body_hmac() -> None:
     body = b'{"id":820982911946154508,"email":"jon@example.com"}'
     expected = base64.b64encode(hmac.new(b"shpss_x", body, hashlib.sha256).digest()).decode()
@@ -143,6 +146,7 @@ def slack_request(signature: str = SLACK_SIGNATURE, body: bytes = SLACK_BODY) ->
     )
 
 
+@proves("slack", "vectors")
 def test_slack_sdk_vector_verifies() -> None:
     build_verifier("slack", secrets=[SLACK_SECRET]).verify(slack_request(), now=SLACK_TIMESTAMP)
 

@@ -10,6 +10,7 @@ import pytest
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier
+from tests.verifiers._proofs import proves
 
 NOW = 1_700_000_000
 
@@ -18,6 +19,7 @@ def req(headers: dict[str, str], body: bytes) -> WebhookRequest:
     return WebhookRequest("POST", "https://example.com/webhooks/h", headers, body)
 
 
+@proves("hmac", "vectors")
 def test_github_vector_as_a_recipe() -> None:
     """GitHub's documented example (docs.github.com), expressed as an hmac recipe."""
     options = {"header": "X-Hub-Signature-256", "prefix": "sha256="}

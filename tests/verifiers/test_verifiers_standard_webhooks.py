@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier
+from tests.verifiers._proofs import proves
 
 # standard-webhooks/standard-webhooks libraries/python/tests/test_webhooks.py
 SECRET = "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -46,6 +47,7 @@ def reason(req: WebhookRequest, **kwargs: Any) -> str:
     return info.value.reason
 
 
+@proves("standard-webhooks", "vectors")
 def test_sign_matches_the_reference_vector() -> None:
     signer = build_signer("standard-webhooks", secrets=["whsec_" + SECRET])
     headers = signer.sign(body=PAYLOAD, url="", now=TIMESTAMP, msg_id=MSG_ID)

@@ -16,6 +16,7 @@ import pytest
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_verifier
+from tests.verifiers._proofs import proves
 
 # The payload and secret of stripe/stripe-python tests/test_webhook.py.
 SECRET = "whsec_test_secret"
@@ -44,6 +45,7 @@ def reason(header: str) -> str:
     return info.value.reason
 
 
+@proves("stripe", "docs-twin")
 def test_secret_is_used_with_its_prefix() -> None:
     verify(f"t={NOW},v1={hex_sig(SECRET.encode())}")
 

@@ -16,6 +16,7 @@ from svix.webhooks import Webhook, WebhookVerificationError
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier
 from inbox._receiving.extract import extraction_for
+from tests.verifiers._proofs import proves
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 MSG_ID = "msg_2Kf1sFq3xYp9bN0cQ7aVtUe8Lm"
@@ -45,6 +46,7 @@ def reason(req: WebhookRequest) -> str:
     return info.value.reason
 
 
+@proves("standard-webhooks", "sdk-signs")
 def test_a_delivery_signed_by_the_svix_sdk_verifies() -> None:
     verify(request(svix_headers()))
 
@@ -74,6 +76,7 @@ def test_a_missing_svix_signature_is_missing_header() -> None:
     assert reason(request(headers)) == "missing_header"
 
 
+@proves("standard-webhooks", "sdk-verifies")
 def test_what_our_signer_sends_verifies_in_the_svix_sdk() -> None:
     signer = build_signer("standard-webhooks", secrets=[SECRET])
     headers = signer.sign(body=BODY, url="", now=datetime.datetime.now().timestamp(), msg_id=MSG_ID)

@@ -14,6 +14,7 @@ import pytest
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
+from tests.verifiers._proofs import proves
 
 TOKEN = "12345"
 URL = "https://mycompany.com/myapp.php?foo=1&bar=2"
@@ -52,6 +53,7 @@ def reason(request: WebhookRequest, **options: object) -> str:
     return info.value.reason
 
 
+@proves("twilio", "vectors")
 def test_compute_signature_vector() -> None:
     verify(form_request(URL, EXPECTED))
 

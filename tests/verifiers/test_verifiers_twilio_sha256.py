@@ -21,6 +21,7 @@ from twilio.request_validator import (
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, build_signer, build_verifier, twilio_url_with_body_hash
+from tests.verifiers._proofs import proves
 
 AUTH_TOKEN = "12345"
 SHARED_KEY = "sk-secret-from-twilio-sharedkeys"
@@ -54,6 +55,7 @@ def reason(req: WebhookRequest) -> str:
     return info.value.reason
 
 
+@proves("twilio", "sdk-signs")
 def test_a_form_signed_with_hmac_sha256_verifies() -> None:
     verify(request(URL, sdk_signature(SHARED_KEY, URL, PARAMS, HMAC_SHA256)))
 
@@ -104,6 +106,7 @@ def test_the_classic_auth_token_signature_still_verifies() -> None:
     verify(request(URL, sdk_signature(AUTH_TOKEN, URL, PARAMS, HMAC_SHA1), settings=None))
 
 
+@proves("twilio", "sdk-verifies")
 def test_our_signer_with_a_shared_key_id_verifies_in_the_sdk() -> None:
     signer = build_signer("twilio", secrets=[SHARED_KEY], options={"shared_key_id": "k1"})
     headers = signer.sign(body=FORM, url=URL, now=0, msg_id="m")

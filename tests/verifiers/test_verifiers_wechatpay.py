@@ -23,6 +23,7 @@ from inbox._providers import (
     build_verifier,
     decrypt_wechatpay_resource,
 )
+from tests.verifiers._proofs import proves
 
 # wechatpay-apiv3/wechatpay-go utils/aes_test.go
 GO_KEY = "testAPIv3Key0000"
@@ -59,6 +60,7 @@ def reason(request: WebhookRequest, keys: dict[str, str]) -> str:
     return info.value.reason
 
 
+@proves("wechatpay", "docs-twin")
 def test_independently_signed_notification_verifies(rsa_pair: Any) -> None:
     verifier = build_verifier("wechatpay", public_keys={SERIAL: rsa_pair.public_pem})
     verifier.verify(wechat_request(rsa_pair.private_pem), now=NOW)

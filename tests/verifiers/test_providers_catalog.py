@@ -1,0 +1,64 @@
+"""``inbox providers`` and docs/providers.md say what the records say: the command prints
+every scheme, and the docs' table is the one ``inbox providers --markdown`` generates."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from inbox._cli.main import main
+from inbox._providers import SCHEMES
+from inbox._providers._catalog import TABLE_BEGIN, TABLE_END, catalog, markdown_table
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
+
+
+@pytest.fixture(autouse=True)
+def _no_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() would configure logging onto this test's captured stderr (test_cli_no_database).
+    monkeypatch.setattr("inbox._cli.main.configure_logging", lambda **_kwargs: None)
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("INBOX_"):
+            monkeypatch.delenv(name)
+
+
+def test_the_docs_table_is_the_generated_one() -> None:
+    text = DOCS.read_text()
+    start, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END) + 1
+    assert text[start:end] == markdown_table(), (
+        "docs/providers.md is stale: put the output of `inbox providers --markdown` in place"
+        " of its table"
+    )
+
+
+def test_every_scheme_is_in_the_table_once() -> None:
+    rows = [line for line in markdown_table().splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == list(SCHEMES)
+
+
+def test_json_lists_every_scheme_with_every_field(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["providers", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == catalog()
+    assert [e["verifier"] for e in printed] == list(SCHEMES)
+    for entry in printed:
+        for field in ("signs", "unsigned", "key_from"):
+            assert entry[field], (entry["verifier"], field)
+        assert entry["proof"] in ("sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a")
+
+
+def test_the_table_for_a_person(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["providers"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:2] == ["VERIFIER", "PROVIDER"]
+    for scheme in SCHEMES:
+        assert f"\n{scheme} " in out
+
+
+def test_markdown_prints_the_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["providers", "--markdown"]) == 0
+    assert capsys.readouterr().out == markdown_table()
