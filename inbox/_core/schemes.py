@@ -17,13 +17,21 @@ __all__ = ["PROVIDER_MODULES", "SCHEMES"]
 PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
     {
         "alipay": "inbox._providers._alipay",
+        "clerk": "inbox._providers._clerk",
+        "coinbase-commerce": "inbox._providers._coinbase_commerce",
         "github": "inbox._providers._github",
+        "gitlab": "inbox._providers._gitlab",
         "hmac": "inbox._providers._hmac_recipe",
+        "lemonsqueezy": "inbox._providers._lemonsqueezy",
         "none": "inbox._providers._none",
+        "paddle": "inbox._providers._paddle",
+        "razorpay": "inbox._providers._razorpay",
+        "resend": "inbox._providers._resend",
         "shopify": "inbox._providers._shopify",
         "slack": "inbox._providers._slack",
         "standard-webhooks": "inbox._providers._standard_webhooks",
         "stripe": "inbox._providers._stripe",
+        "telegram": "inbox._providers._telegram",
         "twilio": "inbox._providers._twilio",
         "wechatpay": "inbox._providers._wechatpay",
     }

@@ -11,8 +11,8 @@ is for logs and metrics, never for the HTTP caller). ``build_signer`` builds the
 ``Signer`` for ``inbox send`` and tests; ``sign_request`` works for every scheme, including
 Alipay's, whose signature lives in the body.
 
-Schemes: standard-webhooks, stripe, github, shopify, slack, twilio, alipay, wechatpay,
-hmac (a recipe from options) and none.
+The schemes are listed in ``inbox._core.schemes``; ``inbox providers`` (``_catalog``) describes
+each from its record, and docs/providers.md holds the same table.
 
 May import: the core room only. Never writing: verifying a request and storing it are sides
 that never meet (receiving joins them).

@@ -25,7 +25,14 @@ from inbox._core.specs import Spec
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import About, Provider, ProviderConfig
 
-__all__ = ["HmacRecipe", "HmacRecipeSigner", "HmacRecipeVerifier", "parse_recipe"]
+__all__ = [
+    "HmacRecipe",
+    "HmacRecipeSigner",
+    "HmacRecipeVerifier",
+    "parse_recipe",
+    "recipe_signer",
+    "recipe_verifier",
+]
 
 _ALGORITHMS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
 _ENCODINGS = ("hex", "base64")
@@ -174,6 +181,19 @@ def _verifier(c: ProviderConfig) -> HmacRecipeVerifier:
 
 def _signer(c: ProviderConfig) -> HmacRecipeSigner:
     return HmacRecipeSigner(parse_recipe(c.options), c.require_secrets()[0])
+
+
+def recipe_verifier(c: ProviderConfig, recipe: HmacRecipe) -> HmacRecipeVerifier:
+    """A provider whose scheme is a fixed recipe (Razorpay's, Lemon Squeezy's): its verifier,
+    under the provider's name, taking no options."""
+    c.allow_options()
+    return HmacRecipeVerifier(recipe, c.require_secrets(), c.tolerance_seconds, name=c.name)
+
+
+def recipe_signer(c: ProviderConfig, recipe: HmacRecipe) -> HmacRecipeSigner:
+    """The signing twin of ``recipe_verifier``."""
+    c.allow_options()
+    return HmacRecipeSigner(recipe, c.require_secrets()[0])
 
 
 def _id_header(options: Mapping[str, object]) -> tuple[Spec, ...]:

@@ -30,7 +30,14 @@ from inbox._core.errors import VerificationError
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, matches_any, require_header
 from ._provider import About, Provider, ProviderConfig, Sample, iso_time, specs
 
-__all__ = ["StandardWebhooksSigner", "StandardWebhooksVerifier"]
+__all__ = [
+    "StandardWebhooksSigner",
+    "StandardWebhooksVerifier",
+    "SvixSigner",
+    "dev_whsec",
+    "svix_signer",
+    "svix_verifier",
+]
 
 # Key-type prefixes from the spec, not secrets themselves.
 _SECRET_PREFIX = "whsec_"  # noqa: S105
@@ -157,6 +164,31 @@ class StandardWebhooksSigner:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class SvixSigner:
+    """Signs as a provider delivering through Svix does: the ``svix-*`` header names."""
+
+    signer: StandardWebhooksSigner
+
+    def sign(self, *, body: bytes, url: str, now: float, msg_id: str) -> dict[str, str]:
+        """Return svix-id, svix-timestamp and svix-signature."""
+        headers = self.signer.sign(body=body, url=url, now=now, msg_id=msg_id)
+        return {"svix-" + k.removeprefix("webhook-"): v for k, v in headers.items()}
+
+
+def svix_verifier(c: ProviderConfig) -> StandardWebhooksVerifier:
+    """A provider that delivers through Svix (Resend, Clerk): its ``whsec_`` secrets, its name."""
+    c.allow_options()
+    secrets = [decode_secret(s) for s in c.require_secrets()]
+    return StandardWebhooksVerifier(secrets, (), c.tolerance_seconds, name=c.name)
+
+
+def svix_signer(c: ProviderConfig) -> SvixSigner:
+    c.allow_options()
+    secrets = [decode_secret(s) for s in c.require_secrets()]
+    return SvixSigner(StandardWebhooksSigner(secrets, None))
+
+
 def _verifier(c: ProviderConfig) -> StandardWebhooksVerifier:
     c.allow_options()
     secrets = [decode_secret(s) for s in c.secrets]
@@ -179,7 +211,7 @@ def _sample(s: Sample) -> dict[str, Any]:
     return {"timestamp": iso_time(s.now), "data": {"message": "hello from inbox send"}}
 
 
-def _dev_secret() -> str:
+def dev_whsec() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
@@ -201,5 +233,5 @@ PROVIDER = Provider(
     sample=_sample,
     new_id=lambda: "msg_" + uuid.uuid4().hex,
     sample_type="inbox.test",
-    dev_secret=_dev_secret,
+    dev_secret=dev_whsec,
 )

@@ -19,29 +19,42 @@ from inbox._core.errors import VerificationError
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
-__all__ = ["StripeSigner", "StripeVerifier"]
+__all__ = ["STRIPE", "SignedTimeLayout", "StripeSigner", "StripeVerifier"]
 
 
-def _parse_header(value: str) -> tuple[str, list[str]]:
-    """Return the ``t`` value and every ``v1`` signature; other schemes (v0) are ignored."""
-    timestamp: str | None = None
-    signatures: list[str] = []
-    for item in value.split(","):
-        key, sep, val = item.strip().partition("=")
-        if not sep:
-            continue
-        if key == "t":
-            timestamp = val
-        elif key == "v1":
-            signatures.append(val)
-    if timestamp is None:
-        raise VerificationError("malformed_header")
-    return timestamp, signatures
+@dataclass(frozen=True, slots=True)
+class SignedTimeLayout:
+    """How a header of a timestamp and hex signatures is spelt: Stripe's ``t=..,v1=..`` over
+    ``{t}.{body}``, or Paddle's ``ts=..;h1=..`` over ``{ts}:{body}``."""
+
+    header: str
+    separator: str
+    timestamp_key: str
+    signature_key: str
+    joiner: bytes  # between the timestamp and the body in the signed content
+
+    def parse(self, value: str) -> tuple[str, list[str]]:
+        """The timestamp and every signature of our version; other entries are ignored."""
+        timestamp: str | None = None
+        signatures: list[str] = []
+        for item in value.split(self.separator):
+            key, sep, val = item.strip().partition("=")
+            if not sep:
+                continue
+            if key == self.timestamp_key:
+                timestamp = val
+            elif key == self.signature_key:
+                signatures.append(val)
+        if timestamp is None:
+            raise VerificationError("malformed_header")
+        return timestamp, signatures
+
+    def hex_hmac(self, secret: str, timestamp: str, body: bytes) -> bytes:
+        content = timestamp.encode("ascii") + self.joiner + body
+        return hmac.new(secret.encode(), content, hashlib.sha256).hexdigest().encode("ascii")
 
 
-def _hex_hmac(secret: str, timestamp: str, body: bytes) -> bytes:
-    content = timestamp.encode("ascii") + b"." + body
-    return hmac.new(secret.encode(), content, hashlib.sha256).hexdigest().encode("ascii")
+STRIPE = SignedTimeLayout("stripe-signature", ",", "t", "v1", b".")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +63,19 @@ class StripeVerifier:
 
     secrets: Sequence[str]
     tolerance_seconds: int
+    layout: SignedTimeLayout = STRIPE
     name: str = field(default="stripe")
 
     def verify(self, request: WebhookRequest, *, now: float) -> None:
         """Check the header's shape, the timestamp, then the signatures."""
-        timestamp, signatures = _parse_header(require_header(request, "stripe-signature"))
+        layout = self.layout
+        timestamp, signatures = layout.parse(require_header(request, layout.header))
         check_timestamp(timestamp, now=now, tolerance_seconds=self.tolerance_seconds)
         if not signatures:
             raise VerificationError("no_supported_signature")
         received = [s.lower().encode("ascii", "replace") for s in signatures]
-        require_match((_hex_hmac(s, timestamp, request.body) for s in self.secrets), *received)
+        expected = (layout.hex_hmac(s, timestamp, request.body) for s in self.secrets)
+        require_match(expected, *received)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +83,17 @@ class StripeSigner:
     """Signs like Stripe: one ``v1`` entry per secret."""
 
     secrets: Sequence[str]
+    layout: SignedTimeLayout = STRIPE
 
     def sign(self, *, body: bytes, url: str, now: float, msg_id: str) -> dict[str, str]:
-        """Return the ``stripe-signature`` header (the event id lives in the body)."""
-        timestamp = str(int(now))
-        parts = [f"t={timestamp}"]
-        parts += [f"v1={_hex_hmac(s, timestamp, body).decode()}" for s in self.secrets]
-        return {"stripe-signature": ",".join(parts)}
+        """Return the signature header (the event id lives in the body)."""
+        layout, timestamp = self.layout, str(int(now))
+        parts = [f"{layout.timestamp_key}={timestamp}"]
+        parts += [
+            f"{layout.signature_key}={layout.hex_hmac(s, timestamp, body).decode()}"
+            for s in self.secrets
+        ]
+        return {layout.header: layout.separator.join(parts)}
 
 
 def _verifier(c: ProviderConfig) -> StripeVerifier:

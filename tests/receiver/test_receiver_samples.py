@@ -59,6 +59,19 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
             "public_keys": [whpk],
             "private_key": whsk,
         },
+        *(
+            {"name": scheme, "verifier": scheme, "secrets": [secret]}
+            for scheme, secret in (
+                ("resend", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+                ("clerk", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+                ("paddle", "pdl_ntfset_x"),
+                ("razorpay", "rzp"),
+                ("lemonsqueezy", "ls"),
+                ("coinbase-commerce", "cc"),
+                ("gitlab", "tok"),
+                ("telegram", "tok"),
+            )
+        ),
         {
             "name": "custom",
             "verifier": "stripe",

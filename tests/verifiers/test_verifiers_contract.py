@@ -39,8 +39,18 @@ HMAC_OPTIONS = {
 
 
 # The schemes that sign a timestamp; the headers that two of them cannot do without.
-TIMESTAMPED = ("standard-webhooks", "stripe", "slack", "wechatpay", "hmac")
+TIMESTAMPED = (
+    "standard-webhooks",
+    "stripe",
+    "slack",
+    "wechatpay",
+    "hmac",
+    "paddle",
+    "resend",
+    "clerk",
+)
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
+SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
 WECHATPAY_HEADERS = "wechatpay-timestamp wechatpay-nonce wechatpay-signature wechatpay-serial"
 
 
@@ -106,6 +116,12 @@ def _cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
         _key_pair("wechatpay", serials, private, wrong, WECHATPAY_HEADERS, options=serial),
         _key_pair("standard-webhooks", [ed.whpk], ed.whsk, _other_whsk(), STANDARD_HEADERS),
         _secret("hmac", "hmac-secret", "hmac-other", "x-signature x-timestamp x-id", HMAC_OPTIONS),
+        _secret("resend", whsec, other_whsec, SVIX_HEADERS),
+        _secret("clerk", whsec, other_whsec, SVIX_HEADERS),
+        _secret("paddle", "pdl_ntfset_a", "pdl_ntfset_b", "paddle-signature"),
+        _secret("razorpay", "rzp-secret", "rzp-other", "x-razorpay-signature"),
+        _secret("lemonsqueezy", "ls-secret", "ls-other", "x-signature"),
+        _secret("coinbase-commerce", "cc-secret", "cc-other", "x-cc-webhook-signature"),
     ]
 
 
@@ -131,6 +147,12 @@ CASE_IDS = [
     "wechatpay",
     "standard-webhooks-ed25519",
     "hmac",
+    "resend",
+    "clerk",
+    "paddle",
+    "razorpay",
+    "lemonsqueezy",
+    "coinbase-commerce",
 ]
 
 
@@ -320,6 +342,14 @@ def test_schemes_are_the_documented_ones() -> None:
         "wechatpay",
         "hmac",
         "none",
+        "resend",
+        "clerk",
+        "paddle",
+        "razorpay",
+        "lemonsqueezy",
+        "coinbase-commerce",
+        "gitlab",
+        "telegram",
     }
 
 
@@ -331,7 +361,8 @@ def test_unknown_scheme_is_a_clear_value_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "scheme", ["standard-webhooks", "stripe", "github", "shopify", "slack", "twilio", "hmac"]
+    "scheme",
+    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "none")],
 )
 def test_missing_secret_is_a_value_error(scheme: str) -> None:
     options = HMAC_OPTIONS if scheme == "hmac" else {}

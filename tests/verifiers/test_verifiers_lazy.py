@@ -10,6 +10,16 @@ from tests._imports import loaded_after as _loaded_after
 
 SCHEME_MODULES = (
     "inbox._providers._alipay",
+    "inbox._providers._catalog",
+    "inbox._providers._clerk",
+    "inbox._providers._coinbase_commerce",
+    "inbox._providers._gitlab",
+    "inbox._providers._lemonsqueezy",
+    "inbox._providers._paddle",
+    "inbox._providers._razorpay",
+    "inbox._providers._resend",
+    "inbox._providers._telegram",
+    "inbox._providers._token",
     "inbox._providers._github",
     "inbox._providers._hmac_recipe",
     "inbox._providers._keys",
