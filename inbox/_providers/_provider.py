@@ -29,6 +29,7 @@ __all__ = [
     "Sample",
     "dev_token",
     "iso_time",
+    "public_url_option",
     "specs",
 ]
 
@@ -129,6 +130,15 @@ def _as_configured(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
     return dict(options)
 
 
+def public_url_option(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
+    """A scheme that signs the URL it calls (Twilio, Square): the source's ``public_url``
+    setting as its ``public_url`` option, unless the options give one."""
+    merged = dict(options)
+    if source.public_url:
+        merged.setdefault("public_url", source.public_url)
+    return merged
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class About:
     """What ``inbox providers`` and docs/providers.md say of a scheme, for a user on call."""
@@ -140,7 +150,8 @@ class About:
     proof: Proof
     # The SDK (PyPI name) or the page the vectors or the algorithm came from.
     proof_source: str
-    # The replay window the provider documents, in seconds (None: it signs no timestamp).
+    # The replay window the provider documents, in seconds (None: it signs no timestamp, or
+    # documents no window; the source's tolerance_seconds applies to a signed one).
     tolerance_seconds: int | None = None
     # The handshake, in words ("" when there is none).
     handshake: str = ""

@@ -22,7 +22,7 @@ import base64
 import hashlib
 import hmac
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
@@ -38,7 +38,15 @@ from ._base import (
     require_header,
     require_match,
 )
-from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
+from ._provider import (
+    About,
+    Provider,
+    ProviderConfig,
+    Sample,
+    dev_token,
+    public_url_option,
+    specs,
+)
 
 __all__ = ["TwilioSigner", "TwilioVerifier", "twilio_url_with_body_hash"]
 
@@ -189,14 +197,6 @@ def _signer(c: ProviderConfig) -> TwilioSigner:
     return TwilioSigner(c.require_secrets()[0], c.string_option("shared_key_id"))
 
 
-def _verifier_options(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
-    # public_url is a source setting; the verifier takes it as an option.
-    merged = dict(options)
-    if source.public_url:
-        merged.setdefault("public_url", source.public_url)
-    return merged
-
-
 def _sample(_s: Sample) -> dict[str, Any]:
     return {
         "MessageSid": "SM" + uuid.uuid4().hex,
@@ -221,6 +221,6 @@ PROVIDER = Provider(
     key_specs=specs("header:i-twilio-idempotency-token"),
     sample=_sample,
     posts_form=True,
-    verifier_options=_verifier_options,
+    verifier_options=public_url_option,
     dev_secret=dev_token(),
 )

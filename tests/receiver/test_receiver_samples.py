@@ -17,6 +17,7 @@ from inbox._providers import SCHEMES, WebhookRequest
 from inbox._receiving.samples import build_sample
 from inbox._receiving.source_config import source_verifier
 from tests.receiver.conftest import RsaPair, source_tables
+from tests.verifiers._ec import make_ec_pair
 
 
 def _ed25519() -> tuple[str, str]:
@@ -32,6 +33,7 @@ def _ed25519() -> tuple[str, str]:
 
 def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
     whsk, whpk = _ed25519()
+    ec = make_ec_pair()
     return [
         *source_tables(rsa_pair),
         {"name": "shopify", "verifier": "shopify", "secrets": ["shpss"]},
@@ -70,8 +72,25 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
                 ("coinbase-commerce", "cc"),
                 ("gitlab", "tok"),
                 ("telegram", "tok"),
+                ("intercom", "ic"),
+                ("typeform", "tf"),
+                ("vercel", "vc"),
+                ("bitbucket", "bb"),
+                ("sentry", "sn"),
+                ("calendly", "cal"),
+                ("linear", "lin"),
+                ("square", "sq"),
+                ("zendesk", "zd"),
+                ("mailgun", "key-mg"),
+                ("postmark", "user:pass"),
             )
         ),
+        {
+            "name": "sendgrid",
+            "verifier": "sendgrid",
+            "public_keys": [ec.public_b64],
+            "private_key": ec.private_pem,
+        },
         {
             "name": "custom",
             "verifier": "stripe",

@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from tests._keys import RsaPair, make_rsa_pair
+from tests.verifiers._ec import EcPair, make_ec_pair
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,15 @@ def ed25519_pair() -> Ed25519Pair:
 def other_ed25519_pair() -> Ed25519Pair:
     """A second Ed25519 key pair."""
     return _ed25519_pair()
+
+
+@pytest.fixture(scope="session")
+def ec_pair() -> EcPair:
+    """SendGrid's Event Webhook key pair."""
+    return make_ec_pair()
+
+
+@pytest.fixture(scope="session")
+def other_ec_pair() -> EcPair:
+    """A second P-256 pair."""
+    return make_ec_pair()

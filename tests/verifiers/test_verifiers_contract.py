@@ -48,10 +48,15 @@ TIMESTAMPED = (
     "paddle",
     "resend",
     "clerk",
+    "calendly",
+    "zendesk",
+    "sendgrid",
 )
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
 SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
 WECHATPAY_HEADERS = "wechatpay-timestamp wechatpay-nonce wechatpay-signature wechatpay-serial"
+ZENDESK_HEADERS = "x-zendesk-webhook-signature x-zendesk-webhook-signature-timestamp"
+SENDGRID_HEADERS = "x-twilio-email-event-webhook-signature x-twilio-email-event-webhook-timestamp"
 
 
 @dataclass
@@ -93,7 +98,9 @@ def _key_pair(
     return Case(scheme, verify, sign, wrong_sign, tuple(headers.split()), **fields)
 
 
-def _cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
+def _cases(
+    rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any, ec_pair: Any, other_ec_pair: Any
+) -> list[Case]:
     whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     other_whsec = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="
     private, wrong = rsa_pair.private_pem, other_rsa_pair.private_pem
@@ -122,6 +129,21 @@ def _cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
         _secret("razorpay", "rzp-secret", "rzp-other", "x-razorpay-signature"),
         _secret("lemonsqueezy", "ls-secret", "ls-other", "x-signature"),
         _secret("coinbase-commerce", "cc-secret", "cc-other", "x-cc-webhook-signature"),
+        _secret("intercom", "ic-secret", "ic-other", "x-hub-signature"),
+        _secret("typeform", "tf-secret", "tf-other", "typeform-signature"),
+        _secret("vercel", "vc-secret", "vc-other", "x-vercel-signature"),
+        _secret("bitbucket", "bb-secret", "bb-other", "x-hub-signature"),
+        _secret("sentry", "sn-secret", "sn-other", "sentry-hook-signature"),
+        _secret("calendly", "cal-secret", "cal-other", "calendly-webhook-signature"),
+        _secret("square", "sq-secret", "sq-other", "x-square-hmacsha256-signature"),
+        _secret("zendesk", "zd-secret", "zd-other", ZENDESK_HEADERS),
+        _key_pair(
+            "sendgrid",
+            [ec_pair.public_b64],
+            ec_pair.private_pem,
+            other_ec_pair.private_pem,
+            SENDGRID_HEADERS,
+        ),
     ]
 
 
@@ -131,8 +153,10 @@ def _other_whsk() -> str:
 
 
 @pytest.fixture
-def cases(rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any) -> list[Case]:
-    return _cases(rsa_pair, other_rsa_pair, ed25519_pair)
+def cases(
+    rsa_pair: Any, other_rsa_pair: Any, ed25519_pair: Any, ec_pair: Any, other_ec_pair: Any
+) -> list[Case]:
+    return _cases(rsa_pair, other_rsa_pair, ed25519_pair, ec_pair, other_ec_pair)
 
 
 CASE_IDS = [
@@ -153,6 +177,15 @@ CASE_IDS = [
     "razorpay",
     "lemonsqueezy",
     "coinbase-commerce",
+    "intercom",
+    "typeform",
+    "vercel",
+    "bitbucket",
+    "sentry",
+    "calendly",
+    "square",
+    "zendesk",
+    "sendgrid",
 ]
 
 
@@ -258,7 +291,9 @@ def test_no_signature_at_all_fails(case: Case) -> None:
         verifier_for(case)(request)
 
 
-def test_rotation_second_secret_or_key_matches(case: Case, other_rsa_pair: Any) -> None:
+def test_rotation_second_secret_or_key_matches(
+    case: Case, other_rsa_pair: Any, other_ec_pair: Any
+) -> None:
     """Verifier configured with [retired, current]: a request signed with current passes."""
     kwargs = dict(case.verify_kwargs)
     if "secrets" in kwargs:
@@ -267,6 +302,8 @@ def test_rotation_second_secret_or_key_matches(case: Case, other_rsa_pair: Any) 
         kwargs["public_keys"] = {"OLD": other_rsa_pair.public_pem, **kwargs["public_keys"]}
     elif case.scheme == "alipay":
         kwargs["public_keys"] = [other_rsa_pair.public_pem, *kwargs["public_keys"]]
+    elif case.scheme == "sendgrid":
+        kwargs["public_keys"] = [other_ec_pair.public_b64, *kwargs["public_keys"]]
     else:
         kwargs["public_keys"] = [
             "whpk_" + "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
@@ -350,6 +387,18 @@ def test_schemes_are_the_documented_ones() -> None:
         "coinbase-commerce",
         "gitlab",
         "telegram",
+        "intercom",
+        "typeform",
+        "vercel",
+        "bitbucket",
+        "sentry",
+        "calendly",
+        "linear",
+        "square",
+        "zendesk",
+        "sendgrid",
+        "mailgun",
+        "postmark",
     }
 
 
@@ -362,7 +411,7 @@ def test_unknown_scheme_is_a_clear_value_error() -> None:
 
 @pytest.mark.parametrize(
     "scheme",
-    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "none")],
+    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "sendgrid", "none")],
 )
 def test_missing_secret_is_a_value_error(scheme: str) -> None:
     options = HMAC_OPTIONS if scheme == "hmac" else {}
@@ -372,7 +421,7 @@ def test_missing_secret_is_a_value_error(scheme: str) -> None:
         build_signer(scheme, options=options)
 
 
-@pytest.mark.parametrize("scheme", ["alipay", "wechatpay"])
+@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid"])
 def test_missing_key_is_a_value_error(scheme: str) -> None:
     with pytest.raises(ValueError, match=scheme):
         build_verifier(scheme, secrets=["not-a-key"])

@@ -10,6 +10,18 @@ from tests._imports import loaded_after as _loaded_after
 
 SCHEME_MODULES = (
     "inbox._providers._alipay",
+    "inbox._providers._bitbucket",
+    "inbox._providers._calendly",
+    "inbox._providers._intercom",
+    "inbox._providers._linear",
+    "inbox._providers._mailgun",
+    "inbox._providers._postmark",
+    "inbox._providers._sendgrid",
+    "inbox._providers._sentry",
+    "inbox._providers._square",
+    "inbox._providers._typeform",
+    "inbox._providers._vercel",
+    "inbox._providers._zendesk",
     "inbox._providers._catalog",
     "inbox._providers._clerk",
     "inbox._providers._coinbase_commerce",
