@@ -30,6 +30,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "mailgun": "inbox._providers._mailgun",
         "none": "inbox._providers._none",
         "paddle": "inbox._providers._paddle",
+        "plaid": "inbox._providers._plaid",
         "postmark": "inbox._providers._postmark",
         "razorpay": "inbox._providers._razorpay",
         "resend": "inbox._providers._resend",

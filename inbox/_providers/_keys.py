@@ -1,5 +1,8 @@
 """Loading keys from configuration text, and the RSA operation Alipay and WeChat Pay share.
 
+The elliptic-curve private key (P-256) signs SendGrid's and Plaid's deliveries for
+``inbox send``.
+
 Configuration errors surface as ``ValueError`` at build time (start-up), never as a
 verification failure on the first webhook.
 """
@@ -9,9 +12,15 @@ from __future__ import annotations
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
-__all__ = ["load_rsa_private_key", "load_rsa_public_key", "rsa_sha256_sign", "rsa_sha256_verify"]
+__all__ = [
+    "load_ec_private_key",
+    "load_rsa_private_key",
+    "load_rsa_public_key",
+    "rsa_sha256_sign",
+    "rsa_sha256_verify",
+]
 
 
 def load_rsa_public_key(pem: str) -> rsa.RSAPublicKey:
@@ -41,6 +50,17 @@ def load_rsa_private_key(pem: str) -> rsa.RSAPrivateKey:
         raise ValueError(f"cannot load the private key: {exc}") from exc
     if not isinstance(key, rsa.RSAPrivateKey):
         raise ValueError("the private key is not an RSA key")
+    return key
+
+
+def load_ec_private_key(pem: str) -> ec.EllipticCurvePrivateKey:
+    """Load an unencrypted PEM elliptic-curve private key (SEC1 or PKCS#8)."""
+    try:
+        key = serialization.load_pem_private_key(pem.strip().encode("ascii"), password=None)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"cannot load the private key: {exc}") from exc
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the private key is not an elliptic-curve key")
     return key
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "dev_token",
     "iso_time",
     "public_url_option",
+    "signing_key_id_options",
     "specs",
 ]
 
@@ -128,6 +129,28 @@ def dev_token(prefix: str = "dev_") -> Callable[[], str]:
 
 def _as_configured(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
     return dict(options)
+
+
+def signing_key_id_options(
+    option: str,
+) -> tuple[
+    Callable[[Mapping[str, Any], Any], dict[str, Any]],
+    Callable[[Mapping[str, Any], Any], dict[str, Any]],
+]:
+    """A scheme whose ``public_keys`` is a table of key id -> key (WeChat Pay's serials,
+    Plaid's kids): ``option`` names the id that ``inbox send`` signs as, so the verifier never
+    takes it, and without it the signer takes the table's first id."""
+
+    def for_verifier(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
+        return {k: v for k, v in options.items() if k != option}
+
+    def for_signer(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
+        merged = dict(options)
+        if option not in merged and isinstance(source.public_keys, Mapping) and source.public_keys:
+            merged[option] = next(iter(source.public_keys))
+        return merged
+
+    return for_verifier, for_signer
 
 
 def public_url_option(options: Mapping[str, Any], source: Any) -> dict[str, Any]:

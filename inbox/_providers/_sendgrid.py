@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, require_header
+from ._keys import load_ec_private_key
 from ._provider import About, Provider, ProviderConfig, Sample, specs
 
 __all__ = ["SendGridSigner", "SendGridVerifier", "load_sendgrid_public_key"]
@@ -45,16 +46,6 @@ def load_sendgrid_public_key(text: str) -> ec.EllipticCurvePublicKey:
         raise ValueError(f"sendgrid: cannot load the verification key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey):
         raise ValueError("sendgrid: the verification key is not an elliptic-curve key")
-    return key
-
-
-def _load_private_key(pem: str) -> ec.EllipticCurvePrivateKey:
-    try:
-        key = serialization.load_pem_private_key(pem.strip().encode("ascii"), password=None)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"sendgrid: cannot load the private key: {exc}") from exc
-    if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise ValueError("sendgrid: the private key is not an elliptic-curve key")
     return key
 
 
@@ -108,7 +99,7 @@ def _verifier(c: ProviderConfig) -> SendGridVerifier:
 
 def _signer(c: ProviderConfig) -> SendGridSigner:
     c.allow_options()
-    return SendGridSigner(_load_private_key(c.require_private_key()))
+    return SendGridSigner(load_ec_private_key(c.require_private_key()))
 
 
 def _sample(s: Sample) -> Any:

@@ -25,7 +25,15 @@ from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, b64decode_lenient, check_timestamp, require_header
 from ._keys import load_rsa_private_key, load_rsa_public_key, rsa_sha256_sign, rsa_sha256_verify
-from ._provider import About, Provider, ProviderConfig, Sample, iso_time, specs
+from ._provider import (
+    About,
+    Provider,
+    ProviderConfig,
+    Sample,
+    iso_time,
+    signing_key_id_options,
+    specs,
+)
 
 __all__ = ["WechatPaySigner", "WechatPayVerifier", "decrypt_wechatpay_resource"]
 
@@ -125,17 +133,8 @@ def _signer(c: ProviderConfig) -> WechatPaySigner:
     return WechatPaySigner(load_rsa_private_key(c.require_private_key()), serial)
 
 
-def _verifier_options(options: Mapping[str, Any], _source: Any) -> dict[str, Any]:
-    # `serial` (the Wechatpay-Serial that `inbox send` signs as) only signs.
-    return {k: v for k, v in options.items() if k != "serial"}
-
-
-def _signer_options(options: Mapping[str, Any], source: Any) -> dict[str, Any]:
-    # Without a serial, `inbox send` signs as the first serial of the public_keys table.
-    merged = dict(options)
-    if "serial" not in merged and isinstance(source.public_keys, Mapping) and source.public_keys:
-        merged["serial"] = next(iter(source.public_keys))
-    return merged
+# `serial` (the id that `inbox send` signs as) only signs.
+_VERIFIER_OPTIONS, _SIGNER_OPTIONS = signing_key_id_options("serial")
 
 
 def _sample(s: Sample) -> dict[str, Any]:
@@ -163,6 +162,6 @@ PROVIDER = Provider(
     type_specs=specs("json:/event_type"),
     sample=_sample,
     sample_type="TRANSACTION.SUCCESS",
-    verifier_options=_verifier_options,
-    signer_options=_signer_options,
+    verifier_options=_VERIFIER_OPTIONS,
+    signer_options=_SIGNER_OPTIONS,
 )

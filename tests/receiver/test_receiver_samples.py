@@ -92,6 +92,12 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
             "private_key": ec.private_pem,
         },
         {
+            "name": "plaid",
+            "verifier": "plaid",
+            "public_keys": {"kid-1": ec.jwk},
+            "private_key": ec.private_pem,
+        },
+        {
             "name": "custom",
             "verifier": "stripe",
             "secrets": ["whsec_x"],

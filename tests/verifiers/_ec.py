@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
@@ -17,6 +18,8 @@ class EcPair:
 
     public_b64: str
     private_pem: str
+    public_pem: str
+    jwk: str  # as Plaid's /webhook_verification_key/get returns it
 
 
 def make_ec_pair() -> EcPair:
@@ -29,4 +32,23 @@ def make_ec_pair() -> EcPair:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    return EcPair(public_b64=base64.b64encode(der).decode(), private_pem=pem.decode())
+    public = key.public_key()
+    numbers = public.public_numbers()
+    jwk = {
+        "alg": "ES256",
+        "crv": "P-256",
+        "kid": "test-kid",
+        "kty": "EC",
+        "use": "sig",
+        "x": base64.urlsafe_b64encode(numbers.x.to_bytes(32, "big")).decode().rstrip("="),
+        "y": base64.urlsafe_b64encode(numbers.y.to_bytes(32, "big")).decode().rstrip("="),
+    }
+    public_pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return EcPair(
+        public_b64=base64.b64encode(der).decode(),
+        private_pem=pem.decode(),
+        public_pem=public_pem.decode(),
+        jwk=json.dumps(jwk),
+    )

@@ -51,6 +51,7 @@ TIMESTAMPED = (
     "calendly",
     "zendesk",
     "sendgrid",
+    "plaid",
 )
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
 SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
@@ -144,6 +145,14 @@ def _cases(
             other_ec_pair.private_pem,
             SENDGRID_HEADERS,
         ),
+        _key_pair(
+            "plaid",
+            {"KID1": ec_pair.jwk},
+            ec_pair.private_pem,
+            other_ec_pair.private_pem,
+            "plaid-verification",
+            options={"key_id": "KID1"},
+        ),
     ]
 
 
@@ -186,6 +195,7 @@ CASE_IDS = [
     "square",
     "zendesk",
     "sendgrid",
+    "plaid",
 ]
 
 
@@ -304,6 +314,8 @@ def test_rotation_second_secret_or_key_matches(
         kwargs["public_keys"] = [other_rsa_pair.public_pem, *kwargs["public_keys"]]
     elif case.scheme == "sendgrid":
         kwargs["public_keys"] = [other_ec_pair.public_b64, *kwargs["public_keys"]]
+    elif case.scheme == "plaid":
+        kwargs["public_keys"] = {"OLD": other_ec_pair.public_pem, **kwargs["public_keys"]}
     else:
         kwargs["public_keys"] = [
             "whpk_" + "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
@@ -399,6 +411,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "sendgrid",
         "mailgun",
         "postmark",
+        "plaid",
     }
 
 
@@ -411,7 +424,7 @@ def test_unknown_scheme_is_a_clear_value_error() -> None:
 
 @pytest.mark.parametrize(
     "scheme",
-    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "sendgrid", "none")],
+    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "sendgrid", "plaid", "none")],
 )
 def test_missing_secret_is_a_value_error(scheme: str) -> None:
     options = HMAC_OPTIONS if scheme == "hmac" else {}
@@ -421,7 +434,7 @@ def test_missing_secret_is_a_value_error(scheme: str) -> None:
         build_signer(scheme, options=options)
 
 
-@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid"])
+@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid", "plaid"])
 def test_missing_key_is_a_value_error(scheme: str) -> None:
     with pytest.raises(ValueError, match=scheme):
         build_verifier(scheme, secrets=["not-a-key"])
