@@ -16,6 +16,7 @@ __all__ = ["PROVIDER_MODULES", "SCHEMES"]
 
 PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
     {
+        "adyen": "inbox._providers._adyen",
         "alipay": "inbox._providers._alipay",
         "bitbucket": "inbox._providers._bitbucket",
         "calendly": "inbox._providers._calendly",

@@ -412,6 +412,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "mailgun",
         "postmark",
         "plaid",
+        "adyen",
     }
 
 

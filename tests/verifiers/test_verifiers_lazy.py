@@ -9,6 +9,7 @@ from __future__ import annotations
 from tests._imports import loaded_after as _loaded_after
 
 SCHEME_MODULES = (
+    "inbox._providers._adyen",
     "inbox._providers._alipay",
     "inbox._providers._bitbucket",
     "inbox._providers._calendly",
