@@ -138,6 +138,7 @@ def _cases(
         _secret("calendly", "cal-secret", "cal-other", "calendly-webhook-signature"),
         _secret("square", "sq-secret", "sq-other", "x-square-hmacsha256-signature"),
         _secret("zendesk", "zd-secret", "zd-other", ZENDESK_HEADERS),
+        _secret("mollie", "ml-secret", "ml-other", "x-mollie-signature"),
         _key_pair(
             "sendgrid",
             [ec_pair.public_b64],
@@ -194,6 +195,7 @@ CASE_IDS = [
     "calendly",
     "square",
     "zendesk",
+    "mollie",
     "sendgrid",
     "plaid",
 ]
@@ -413,6 +415,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "postmark",
         "plaid",
         "adyen",
+        "mollie",
     }
 
 
