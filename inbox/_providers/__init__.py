@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from inbox._core.lazy import load_lazily
 
 from ._base import BodySigner, Signer, Verifier, WebhookRequest
-from ._provider import Provider, Sample
+from ._provider import HandshakeReply, Provider, Sample
 from ._registry import SCHEMES, build_signer, build_verifier, provider, sign_request
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SCHEMES",
     "BodySigner",
+    "HandshakeReply",
     "Provider",
     "Sample",
     "Signer",

@@ -23,6 +23,7 @@ from ._base import Signer, Verifier, WebhookRequest
 __all__ = [
     "PROOFS",
     "About",
+    "HandshakeReply",
     "Proof",
     "Provider",
     "ProviderConfig",
@@ -33,6 +34,9 @@ __all__ = [
     "signing_key_id_options",
     "specs",
 ]
+
+# What a handshake answers: JSON (a mapping) or plain text.
+HandshakeReply = Mapping[str, Any] | str
 
 # How a scheme was shown to interoperate with the provider, strongest first. A record's claim
 # is held by tests/verifiers/test_providers_proofs.py: each level needs its kind of test.
@@ -206,8 +210,10 @@ class Provider:
     signer_options: Callable[[Mapping[str, Any], Any], dict[str, Any]] = _as_configured
     # The body and content type of the acknowledgement, when the provider wants its own.
     accepted_reply: tuple[bytes, str] | None = None
-    # A signed handshake that is no event: the JSON reply to send, not stored.
-    handshake: Callable[[WebhookRequest], dict[str, Any] | None] | None = None
+    # A signed handshake that is no event, given the request and the source's secrets (Zoom
+    # answers with an HMAC under its secret token): the reply to send, not stored — a mapping
+    # is sent as JSON, text as text/plain (Twitch wants its challenge back verbatim).
+    handshake: Callable[[WebhookRequest, Sequence[str]], HandshakeReply | None] | None = None
     # Accepts anything: the receiver warns at start-up.
     unverified: bool = False
     # The header a source's options take the key from without signing it (the hmac

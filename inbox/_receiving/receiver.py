@@ -5,7 +5,8 @@ the I/O between them, and every adapter (ASGI, Django, Flask) calls those shells
 
 1. ``admit``: is the source known, is the announced body small enough? (before any read)
 2. the shell streams the body into a ``BodyCollector``, stopping at the source's limit;
-3. ``prepare``: verify the signature, find the key and type -> a ``PendingWrite`` or a reply;
+3. ``prepare``: verify the signature, answer a handshake, find the key and type -> a
+   ``PendingWrite`` or a reply;
 4. the shell writes; ``written`` / ``write_failed`` turn the outcome into the reply.
 
 Every reply is counted (``ReceiverMetrics``) and logged here, so the adapters cannot differ.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,7 +27,7 @@ from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._core.pooler import pooler_hint
 from inbox._core.settings import Settings, SourceSettings
-from inbox._providers import Provider, Verifier, WebhookRequest, provider
+from inbox._providers import HandshakeReply, Provider, Verifier, WebhookRequest, provider
 from inbox._receiving.extract import Extracted, Extraction
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
 from inbox._receiving.source_config import source_extraction, source_verifier
@@ -96,6 +97,8 @@ class ReceivingSource:
     max_body_bytes: int
     on_dead: str | None = None
     """None for an unordered source; else what a dead letter does to its key."""
+    secrets: Sequence[str] = field(default=(), repr=False)
+    """For a handshake that answers with them (Zoom's HMAC of its token)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +196,7 @@ class Receiver:
                 extraction=source_extraction(source),
                 max_body_bytes=source.max_body_bytes,
                 on_dead=source.dead_policy,
+                secrets=tuple(source.secret_values()),
             )
             if self._sources[source.name].provider.unverified:
                 log.warning(
@@ -253,15 +257,14 @@ class Receiver:
             source.verifier.verify(request, now=self._clock())
         except VerificationError as exc:
             return self._refuse(source.name, 401, exc.reason, "unauthorized")
+        handshake = source.provider.handshake
+        if handshake is not None and (reply := handshake(request, source.secrets)) is not None:
+            # A signed handshake (Slack's url_verification, Discord's PING) is no event: it
+            # is answered before the key is looked for, as most carry an id, never stored.
+            return self._handshake(source, reply)
         found = source.extraction.read(request)
         key, event_type = found.key, found.event_type
         if key is None:
-            handshake = source.provider.handshake
-            if handshake is not None and (reply := handshake(request)) is not None:
-                # A signed handshake (Slack's url_verification) is no event: not stored.
-                self.metrics.observe(source.name, "handshake")
-                log.info("handshake_answered", source=source.name, provider=source.verifier_name)
-                return _json_reply(200, reply, outcome="handshake")
             # The signature verified: the sender is the provider, and may learn what is
             # missing (unlike a 401, whose reason would help a forger).
             return self._refuse(
@@ -288,6 +291,14 @@ class Receiver:
             return PendingWrite(source, key, event_type, body, stored)
         ordering_key, order_at = self._ordering(source, key, found)
         return PendingWrite(source, key, event_type, body, stored, ordering_key, order_at)
+
+    def _handshake(self, source: ReceivingSource, reply: HandshakeReply) -> ReceiverResponse:
+        self.metrics.observe(source.name, "handshake")
+        log.info("handshake_answered", source=source.name, provider=source.verifier_name)
+        if isinstance(reply, str):
+            body = reply.encode()
+            return ReceiverResponse(200, body, "text/plain; charset=utf-8", "handshake")
+        return _json_reply(200, reply, outcome="handshake")
 
     def _ordering(
         self, source: ReceivingSource, key: str, found: Extracted

@@ -365,6 +365,7 @@ def test_exported_names_are_sorted_and_complete() -> None:
     assert set(inbox._providers.__all__) == {
         "SCHEMES",
         "BodySigner",
+        "HandshakeReply",
         "Provider",
         "Sample",
         "provider",
