@@ -233,22 +233,44 @@ def extraction_for(
     )
 
 
-def inject(spec: Spec, value: str, *, payload: dict[str, Any], headers: dict[str, str]) -> None:
+def _list_index(node: list[Any], step: str, spec: Spec) -> int:
+    """The index ``step`` names in ``node``, as the reader takes it; only an existing item
+    can be written into (a sample's list is the provider's shape, not to be grown)."""
+    if step.isdigit() and step.isascii() and (step == "0" or not step.startswith("0")):
+        index = int(step)
+        if index < len(node):
+            return index
+    raise ValueError(f"{spec}: the sample has no item {step!r} to write into")
+
+
+def inject(
+    spec: Spec, value: str, *, payload: dict[str, Any] | list[Any], headers: dict[str, str]
+) -> None:
     """Put ``value`` where ``spec`` reads it from: a header, a (nested) field, a form field.
 
-    ``payload`` is the sample before encoding (a JSON object, or the form's fields). A
-    ``body-sha256`` key needs nothing: a fresh value elsewhere in the body makes it fresh.
+    ``payload`` is the sample before encoding (a JSON object or array, or the form's
+    fields). A pointer walks the items of lists the sample has (HubSpot's ``json:/0/eventId``)
+    and creates missing objects. A ``body-sha256`` key needs nothing: a fresh value elsewhere
+    in the body makes it fresh. Raises ``ValueError`` for a list item the sample lacks.
     """
     if spec.kind == "header":
         headers[spec.arg] = value
-    elif spec.kind == "form":
+    elif spec.kind == "form" and isinstance(payload, dict):
         payload[spec.arg] = value
     elif spec.kind == "json" and spec.arg:
         tokens = [t.replace("~1", "/").replace("~0", "~") for t in spec.arg[1:].split("/")]
-        node = payload
+        node: dict[str, Any] | list[Any] = payload
         for step in tokens[:-1]:
+            if isinstance(node, list):
+                node = node[_list_index(node, step, spec)]
+                if not isinstance(node, dict | list):
+                    raise ValueError(f"{spec}: the sample's item {step!r} is not an object")
+                continue
             child = node.get(step)
-            if not isinstance(child, dict):
+            if not isinstance(child, dict | list):
                 child = node[step] = {}
             node = child
-        node[tokens[-1]] = value
+        if isinstance(node, list):
+            node[_list_index(node, tokens[-1], spec)] = value
+        else:
+            node[tokens[-1]] = value

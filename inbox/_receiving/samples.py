@@ -65,7 +65,7 @@ def build_sample(
     # Injected values below win, so the source's key_from / type_from still decide.
     headers = record.envelope(sample)
     # With a given body, only headers can carry the key and type: the bytes are sent as is.
-    payload: dict[str, Any] = (
+    payload: dict[str, Any] | list[Any] = (
         copy.deepcopy(source.sample)
         if body is None and source.sample is not None
         else record.sample(sample)
@@ -75,7 +75,7 @@ def build_sample(
         inject(extraction.type_specs[0], event_type, payload=payload, headers=headers)
     form = record.posts_form
     if body is None:
-        if form:
+        if form and isinstance(payload, dict):
             body = urlencode({k: str(v) for k, v in payload.items()}).encode()
         else:
             body = json.dumps(payload, separators=(",", ":")).encode()

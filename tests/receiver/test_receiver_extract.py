@@ -205,6 +205,26 @@ def test_inject_puts_values_where_extraction_reads_them() -> None:
     assert extraction_for("none", key_from="json:/meta/id").extract(request(body))[0] == "j"
 
 
+def test_inject_walks_the_items_of_lists_the_reader_walks() -> None:
+    """HubSpot posts an array: its key is ``json:/0/eventId``, written into the sample's
+    first item as the reader finds it there."""
+    payload: list[Any] = [{"eventId": 1, "attemptNumber": 0}, {"eventId": 2}]
+    headers: dict[str, str] = {}
+    inject(parse_spec("json:/0/eventId"), "k-1", payload=payload, headers=headers)
+    inject(parse_spec("json:/1/tags/0"), "t", payload=payload, headers=headers)  # made
+    nested: dict[str, Any] = {"items": [{"n": 1}, ["a", "b"]]}
+    inject(parse_spec("json:/items/1/1"), "B", payload=nested, headers=headers)
+    inject(parse_spec("json:/items/0/id"), "i", payload=nested, headers=headers)
+    assert payload == [{"eventId": "k-1", "attemptNumber": 0}, {"eventId": 2, "tags": {"0": "t"}}]
+    assert nested == {"items": [{"n": 1, "id": "i"}, ["a", "B"]]}
+    body = json.dumps(payload).encode()
+    found = extraction_for("none", key_from="json:/0/eventId").extract(request(body))
+    assert found[0] == "k-1"
+    for missing in ("json:/2/eventId", "json:/01/eventId", "json:/x/eventId"):
+        with pytest.raises(ValueError, match="no item"):
+            inject(parse_spec(missing), "v", payload=payload, headers=headers)
+
+
 def test_the_operations_doc_names_each_schemes_places() -> None:
     doc = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     section = doc[doc.index("## Where an event's key and type come from") :]
