@@ -22,6 +22,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "calendly": "inbox._providers._calendly",
         "clerk": "inbox._providers._clerk",
         "coinbase-commerce": "inbox._providers._coinbase_commerce",
+        "discord": "inbox._providers._discord",
         "github": "inbox._providers._github",
         "gitlab": "inbox._providers._gitlab",
         "hmac": "inbox._providers._hmac_recipe",
@@ -45,10 +46,12 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "stripe": "inbox._providers._stripe",
         "telegram": "inbox._providers._telegram",
         "twilio": "inbox._providers._twilio",
+        "twitch": "inbox._providers._twitch",
         "typeform": "inbox._providers._typeform",
         "vercel": "inbox._providers._vercel",
         "wechatpay": "inbox._providers._wechatpay",
         "zendesk": "inbox._providers._zendesk",
+        "zoom": "inbox._providers._zoom",
     }
 )
 

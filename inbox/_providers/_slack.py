@@ -1,4 +1,8 @@
-"""Slack: ``X-Slack-Signature: v0=<hex>`` over ``v0:{X-Slack-Request-Timestamp}:{body}``."""
+"""Slack: ``X-Slack-Signature: v0=<hex>`` over ``v0:{X-Slack-Request-Timestamp}:{body}``.
+
+Zoom signs the same way under other header names (``V0Headers``), so its module builds
+these classes in its layout.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +19,24 @@ from inbox._core.errors import VerificationError
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
-__all__ = ["SlackSigner", "SlackVerifier"]
+__all__ = ["SLACK", "SlackSigner", "SlackVerifier", "V0Headers", "v0_hex_hmac"]
 
 _VERSION = "v0"
 
 
-def _hex_hmac(secret: str, timestamp: str, body: bytes) -> str:
+@dataclass(frozen=True, slots=True)
+class V0Headers:
+    """Where a ``v0`` scheme puts its timestamp and its signature."""
+
+    timestamp: str
+    signature: str
+
+
+SLACK = V0Headers("x-slack-request-timestamp", "x-slack-signature")
+
+
+def v0_hex_hmac(secret: str, timestamp: str, body: bytes) -> str:
+    """The hex HMAC-SHA256 of ``v0:{timestamp}:{body}``."""
     content = f"{_VERSION}:{timestamp}:".encode() + body
     return hmac.new(secret.encode(), content, hashlib.sha256).hexdigest()
 
@@ -31,12 +47,13 @@ class SlackVerifier:
 
     secrets: Sequence[str]
     tolerance_seconds: int
+    headers: V0Headers = SLACK
     name: str = field(default="slack")
 
     def verify(self, request: WebhookRequest, *, now: float) -> None:
         """Check the timestamp, the signature version, then the HMAC under each secret."""
-        timestamp = require_header(request, "x-slack-request-timestamp")
-        header = require_header(request, "x-slack-signature")
+        timestamp = require_header(request, self.headers.timestamp)
+        header = require_header(request, self.headers.signature)
         check_timestamp(timestamp, now=now, tolerance_seconds=self.tolerance_seconds)
         version, sep, signature = header.partition("=")
         if not sep:
@@ -44,7 +61,7 @@ class SlackVerifier:
         if version != _VERSION:
             raise VerificationError("no_supported_signature")
         received = signature.lower().encode("ascii", "replace")
-        expected = (_hex_hmac(s, timestamp, request.body).encode() for s in self.secrets)
+        expected = (v0_hex_hmac(s, timestamp, request.body).encode() for s in self.secrets)
         require_match(expected, received)
 
 
@@ -53,13 +70,14 @@ class SlackSigner:
     """Signs like Slack with one signing secret."""
 
     secret: str
+    headers: V0Headers = SLACK
 
     def sign(self, *, body: bytes, url: str, now: float, msg_id: str) -> dict[str, str]:
         """Return the signature and timestamp headers."""
         timestamp = str(int(now))
         return {
-            "x-slack-request-timestamp": timestamp,
-            "x-slack-signature": f"{_VERSION}={_hex_hmac(self.secret, timestamp, body)}",
+            self.headers.timestamp: timestamp,
+            self.headers.signature: f"{_VERSION}={v0_hex_hmac(self.secret, timestamp, body)}",
         }
 
 

@@ -33,6 +33,9 @@ def _ed25519() -> tuple[str, str]:
 
 def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
     whsk, whpk = _ed25519()
+    seed = ed25519.Ed25519PrivateKey.generate()
+    discord_private = seed.private_bytes_raw().hex()
+    discord_public = seed.public_key().public_bytes_raw().hex()
     ec = make_ec_pair()
     return [
         *source_tables(rsa_pair),
@@ -84,6 +87,8 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
                 ("mailgun", "key-mg"),
                 ("postmark", "user:pass"),
                 ("mollie", "ml"),
+                ("zoom", "zm"),
+                ("twitch", "tw"),
                 ("adyen", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"),
             )
         ),
@@ -98,6 +103,12 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
             "verifier": "plaid",
             "public_keys": {"kid-1": ec.jwk},
             "private_key": ec.private_pem,
+        },
+        {
+            "name": "discord",
+            "verifier": "discord",
+            "public_keys": [discord_public],
+            "private_key": discord_private,
         },
         {
             "name": "custom",

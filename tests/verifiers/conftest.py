@@ -17,6 +17,9 @@ from tests.verifiers._ec import EcPair, make_ec_pair
 class Ed25519Pair:
     whsk: str
     whpk: str
+    # The same pair as Discord spells it: hex seed, hex public key.
+    discord_private: str
+    discord_public: str
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +45,8 @@ def _ed25519_pair() -> Ed25519Pair:
     return Ed25519Pair(
         whsk="whsk_" + base64.b64encode(seed).decode(),
         whpk="whpk_" + base64.b64encode(public).decode(),
+        discord_private=seed.hex(),
+        discord_public=public.hex(),
     )
 
 

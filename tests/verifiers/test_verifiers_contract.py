@@ -52,12 +52,18 @@ TIMESTAMPED = (
     "zendesk",
     "sendgrid",
     "plaid",
+    "discord",
+    "zoom",
+    "twitch",
 )
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
 SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
 WECHATPAY_HEADERS = "wechatpay-timestamp wechatpay-nonce wechatpay-signature wechatpay-serial"
 ZENDESK_HEADERS = "x-zendesk-webhook-signature x-zendesk-webhook-signature-timestamp"
 SENDGRID_HEADERS = "x-twilio-email-event-webhook-signature x-twilio-email-event-webhook-timestamp"
+TWITCH_HEADERS = " ".join(
+    f"twitch-eventsub-message-{name}" for name in ("id", "timestamp", "signature")
+)
 
 
 @dataclass
@@ -154,7 +160,21 @@ def _cases(
             "plaid-verification",
             options={"key_id": "KID1"},
         ),
+        _key_pair(
+            "discord",
+            [ed.discord_public],
+            ed.discord_private,
+            _other_discord_private(),
+            "x-signature-ed25519 x-signature-timestamp",
+        ),
+        _secret("zoom", "zm-secret", "zm-other", "x-zm-signature x-zm-request-timestamp"),
+        _secret("twitch", "tw-secret", "tw-other", TWITCH_HEADERS),
     ]
+
+
+def _other_discord_private() -> str:
+    # A fixed, valid Ed25519 seed (hex) that is not the fixture's key.
+    return "11" * 32
 
 
 def _other_whsk() -> str:
@@ -198,6 +218,9 @@ CASE_IDS = [
     "mollie",
     "sendgrid",
     "plaid",
+    "discord",
+    "zoom",
+    "twitch",
 ]
 
 
@@ -318,6 +341,10 @@ def test_rotation_second_secret_or_key_matches(
         kwargs["public_keys"] = [other_ec_pair.public_b64, *kwargs["public_keys"]]
     elif case.scheme == "plaid":
         kwargs["public_keys"] = {"OLD": other_ec_pair.public_pem, **kwargs["public_keys"]}
+    elif case.scheme == "discord":
+        # the public key of _other_discord_private(): a retired application
+        retired = "d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"
+        kwargs["public_keys"] = [retired, *kwargs["public_keys"]]
     else:
         kwargs["public_keys"] = [
             "whpk_" + "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
@@ -417,6 +444,9 @@ def test_schemes_are_the_documented_ones() -> None:
         "plaid",
         "adyen",
         "mollie",
+        "discord",
+        "zoom",
+        "twitch",
     }
 
 
@@ -429,7 +459,11 @@ def test_unknown_scheme_is_a_clear_value_error() -> None:
 
 @pytest.mark.parametrize(
     "scheme",
-    [s for s in SCHEMES if s not in ("alipay", "wechatpay", "sendgrid", "plaid", "none")],
+    [
+        s
+        for s in SCHEMES
+        if s not in ("alipay", "wechatpay", "sendgrid", "plaid", "discord", "none")
+    ],
 )
 def test_missing_secret_is_a_value_error(scheme: str) -> None:
     options = HMAC_OPTIONS if scheme == "hmac" else {}
@@ -439,7 +473,7 @@ def test_missing_secret_is_a_value_error(scheme: str) -> None:
         build_signer(scheme, options=options)
 
 
-@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid", "plaid"])
+@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid", "plaid", "discord"])
 def test_missing_key_is_a_value_error(scheme: str) -> None:
     with pytest.raises(ValueError, match=scheme):
         build_verifier(scheme, secrets=["not-a-key"])
