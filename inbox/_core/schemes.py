@@ -26,6 +26,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "github": "inbox._providers._github",
         "gitlab": "inbox._providers._gitlab",
         "hmac": "inbox._providers._hmac_recipe",
+        "hubspot": "inbox._providers._hubspot",
         "intercom": "inbox._providers._intercom",
         "lemonsqueezy": "inbox._providers._lemonsqueezy",
         "linear": "inbox._providers._linear",

@@ -199,7 +199,7 @@ class Provider:
     option_key_specs: Callable[[Mapping[str, object]], tuple[Spec, ...]] | None = None
     # `inbox send`: a body in the provider's shape, the headers its deliveries always carry,
     # a delivery id in its spelling, the type of a sample, and whether it posts a form.
-    # A sample is a JSON object, or an array where the provider posts one.
+    # A sample is a JSON object, or an array where the provider posts one (HubSpot).
     sample: Callable[[Sample], dict[str, Any] | list[Any]] = _plain_sample
     envelope: Callable[[Sample], dict[str, str]] = _no_headers
     new_id: Callable[[], str] = _hex_id

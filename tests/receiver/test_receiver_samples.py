@@ -105,6 +105,12 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
             "private_key": ec.private_pem,
         },
         {
+            "name": "hubspot",
+            "verifier": "hubspot",
+            "secrets": ["hs"],
+            "public_url": "https://hooks.example.com/hubspot",
+        },
+        {
             "name": "discord",
             "verifier": "discord",
             "public_keys": [discord_public],

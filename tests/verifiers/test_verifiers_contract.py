@@ -55,6 +55,7 @@ TIMESTAMPED = (
     "discord",
     "zoom",
     "twitch",
+    "hubspot",
 )
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
 SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
@@ -169,6 +170,12 @@ def _cases(
         ),
         _secret("zoom", "zm-secret", "zm-other", "x-zm-signature x-zm-request-timestamp"),
         _secret("twitch", "tw-secret", "tw-other", TWITCH_HEADERS),
+        _secret(
+            "hubspot",
+            "hs-secret",
+            "hs-other",
+            "x-hubspot-signature-v3 x-hubspot-request-timestamp",
+        ),
     ]
 
 
@@ -221,6 +228,7 @@ CASE_IDS = [
     "discord",
     "zoom",
     "twitch",
+    "hubspot",
 ]
 
 
@@ -447,6 +455,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "discord",
         "zoom",
         "twitch",
+        "hubspot",
     }
 
 

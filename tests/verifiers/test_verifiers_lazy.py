@@ -14,6 +14,7 @@ SCHEME_MODULES = (
     "inbox._providers._bitbucket",
     "inbox._providers._calendly",
     "inbox._providers._discord",
+    "inbox._providers._hubspot",
     "inbox._providers._twitch",
     "inbox._providers._zoom",
     "inbox._providers._intercom",
