@@ -1,6 +1,7 @@
 """Discord interactions against discord-interactions, the library Discord's docs point to.
-It only verifies, so the proof is one way: what ``inbox send`` posts, its ``verify_key``
-accepts (and refuses once changed). Its PING handshake is answered here, from the record."""
+It only verifies, so the SDK proof is one way: what ``inbox send`` posts, its ``verify_key``
+accepts (and refuses once changed); the other way is an interaction signed with PyNaCl, as
+the docs' example verifies. Its PING handshake is answered here, from the record."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 import pytest
 from discord_interactions import verify_key
+from nacl.signing import SigningKey
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, provider
@@ -35,6 +37,23 @@ def test_what_inbox_send_posts_as_discord_verifies_in_its_library(
     assert not verify_key(sample.body + b" ", signature, timestamp, public)
     assert not verify_key(sample.body, signature, str(int(timestamp) + 1), public)
     assert json.loads(sample.body)["id"] == sample.key
+
+
+@proves("discord", "docs-twin")
+def test_an_interaction_signed_as_discords_docs_verify_is_accepted() -> None:
+    # https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers:
+    # Ed25519 over the timestamp header followed by the raw body, checked with PyNaCl's
+    # VerifyKey in the docs' Python example; signed here with its SigningKey.
+    signing = SigningKey.generate()
+    body = b'{"id":"1183416785912680448","type":2,"data":{"name":"ping","type":1}}'
+    timestamp = str(NOW)
+    signature = signing.sign(timestamp.encode() + body).signature.hex()
+    headers = {"X-Signature-Ed25519": signature, "X-Signature-Timestamp": timestamp}
+    public = signing.verify_key.encode().hex()
+    found = received("discord", headers, body, now=NOW, public_keys=[public])
+    assert found == ("1183416785912680448", "ping")
+    with pytest.raises(VerificationError, match="bad_signature"):
+        received("discord", headers, body + b" ", now=NOW, public_keys=[public])
 
 
 def test_a_discord_interaction_yields_its_id_and_command_name(
