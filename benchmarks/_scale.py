@@ -19,13 +19,13 @@ from benchmarks._loading import load_history, load_inbox_backlog
 from benchmarks._systems import Env, System, drain, remaining, spawn, stop, worker_command
 from inbox.testing import create_database, drop_database, new_database
 
-# The claim measured: a full batch, as a worker takes it (processors._worker.MAX_BATCH).
+# The claim measured: a full batch, as a worker takes it (processors._worker.worker.MAX_BATCH).
 CLAIM_SIZE = 64
 
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
-    from processors._savepoints import BATCH_SAVEPOINT
-    from processors._store import CLAIM_BATCH, START, WorkStore, claim_params
+    from processors._claiming.store import CLAIM_BATCH, START, WorkStore, claim_params
+    from processors._running.savepoints import BATCH_SAVEPOINT
 
     store = WorkStore()
     times = []

@@ -3,7 +3,7 @@ per call with OpenTelemetry absent, with the API but no SDK, and with the SDK.
 
 ``python -m benchmarks observability [--backlogs 10000,100000,1000000] [--runs 3]``
 
-The queue gauges (processors/_queue_gauges.py) run one query per scrape interval in each
+The queue gauges (processors/_worker/queue_gauges.py) run one query per scrape interval in each
 worker process that is scraped; its cost grows with the work table (the events' table is
 read by primary key only). The hooks run once per webhook (the receipt span, the writer's
 stored context) and once per handler run (the handler span); a host that set up no SDK
@@ -45,10 +45,9 @@ if mode != "off":
         from opentelemetry.sdk.trace import TracerProvider
         trace.set_tracer_provider(TracerProvider())
 from inbox._core.tracing import current_trace_context
-from processors._decide import Claimed
-from processors._event import Event
-from processors._store import ClaimedEvent
-from processors._tracing import handler_span
+from processors._model.claimed import Claimed, ClaimedEvent
+from processors._model.event import Event
+from processors._running.tracing import handler_span
 event = Event.model_construct(
     id=1, source="s", key="k", type="t", received_at=datetime.now(UTC), headers={},
     body=b"{}", attempt=1, is_replay=False, replay_id=None,

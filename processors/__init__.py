@@ -3,16 +3,17 @@ transaction, so every business write commits exactly when its event is marked ha
 
 from inbox._core.lazy import own_exports
 from inbox.queries import ReplayResult, ReplayRun, replay, replay_runs, retry_dead
-from processors._decide import (
+from processors._model.errors import (
+    CommitOutcomeUnknownError,
     HandlerLeftTransactionAbortedError,
     HandlerTimeoutError,
     NoRouteError,
+    ProcessingError,
 )
-from processors._errors import ProcessingError
-from processors._event import Event, Retry
-from processors._metrics import WorkerMetrics
-from processors._router import Route, Router
-from processors._worker import CommitOutcomeUnknownError, Worker
+from processors._model.event import Event, Retry
+from processors._model.router import Route, Router
+from processors._worker.metrics import WorkerMetrics
+from processors._worker.worker import Worker
 
 __all__ = [
     "CommitOutcomeUnknownError",

@@ -22,12 +22,12 @@ from inbox._core.privileges import require_privileges
 from inbox._core.runtime import database_url
 from inbox._core.settings import Settings
 from inbox._core.systemd import Notifier, notify
-from processors._health import WorkerHealth
-from processors._metrics import WorkerMetrics
-from processors._probes import ProbeServer
-from processors._router import Router
-from processors._version import code_version
-from processors._worker import Worker
+from processors._model.router import Router
+from processors._worker.health import WorkerHealth
+from processors._worker.metrics import WorkerMetrics
+from processors._worker.probes import ProbeServer
+from processors._worker.version import code_version
+from processors._worker.worker import Worker
 
 __all__ = ["load_router", "register"]
 

@@ -2,15 +2,15 @@
 named here, checked once, and falls back to the plain public API when the library no longer
 has what it needs (a renamed attribute must cost speed, never a crash or a wrong result).
 
-- psycopg's pipeline (``processors._pipeline_send``): the connection's ``wait``, the
+- psycopg's pipeline (``processors._running.pipeline_send``): the connection's ``wait``, the
   pipeline's ``_communicate_gen``, ``_fetch_gen`` and ``command_queue``, statements queued
   as ``functools.partial``, the generator protocol of ``psycopg.waiting``. Off: a batch's
   async handlers run without pipeline mode, each statement a round trip (psycopg's own
   pipeline waits for ever on a statement larger than the socket's buffers), slower by what
   benchmarks/ANALYSIS.md says in "The worker's pipeline".
-- psycopg's binary jsonb loader (``processors._store``): its ``_loads``. Off: psycopg's own
+- psycopg's binary jsonb loader (``processors._claiming.store``): its ``_loads``. Off: psycopg's own
   loader (``json.loads``).
-- pydantic's model slots (``processors._event``): ``__dict__``, ``__pydantic_fields_set__``,
+- pydantic's model slots (``processors._model.event``): ``__dict__``, ``__pydantic_fields_set__``,
   ``__pydantic_extra__``, ``__pydantic_private__``. Off: ``Event.model_construct``.
 
 ``INBOX_PSYCOPG_HOOKS=off`` turns the psycopg hooks off (for a comparison, or a psycopg this

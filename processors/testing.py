@@ -22,9 +22,9 @@ import psycopg
 from inbox._core.pooler import PoolerMode
 from inbox._core.settings import WorkerSettings
 from inbox._core.sql import load_queries
-from processors._metrics import WorkerMetrics
-from processors._router import Router
-from processors._worker import Worker
+from processors._model.router import Router
+from processors._worker.metrics import WorkerMetrics
+from processors._worker.worker import Worker
 
 __all__ = ["run_pending", "run_until"]
 
@@ -51,7 +51,7 @@ def run_pending(
 
     async def nothing_due() -> None:
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        try:  # closed in `finally`, not by `async with`: see processors/_listener.py
+        try:  # closed in `finally`, not by `async with`: see processors/_worker/listener.py
             while await _due(conn):  # noqa: ASYNC110 (a database state: re-read until it holds)
                 await anyio.sleep(_RECHECK_SECONDS)
         finally:

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "docs" / "deploy.md"
 APP = "tests.processors.fault_app:router"
 # A worker's drain after SIGTERM: its batches' grace (handler_timeout_seconds + 5 s,
-# processors._worker) and recording its stop (up to 5 s).
+# processors._worker.worker) and recording its stop (up to 5 s).
 DRAIN_EXTRA_SECONDS = 10.0
 # The handler of the event a worker is stopped during: long enough to watch it drain.
 HANDLER_MS = 3000

@@ -23,7 +23,7 @@ Every error is an ``InboxError`` and carries the context that locates it::
         └── CommitOutcomeUnknownError  the connection broke during a batch's COMMIT
                                        (event_ids); the worker checks what committed
 
-The ``processors`` side defines its branch (``ProcessingError`` in ``processors._errors``,
+The ``processors`` side defines its branch (``ProcessingError`` in ``processors._model.errors``,
 each subclass where it is raised; all exported from ``processors``); ``inbox`` never imports
 it. The worker records a processing error as the
 attempt's ``error_class``; the handler's own exceptions are recorded as they are, and

@@ -44,8 +44,8 @@ __all__ = [
 # A batch is one transaction holding its rows' locks. Its handlers share one savepoint; after
 # a failure they run again each in a subtransaction of its own, at most 64 of them (PostgreSQL
 # caches 64 subtransaction ids per transaction, past which every session's snapshots slow
-# down), the rest released to the next batch (processors._savepoints.MAX_ISOLATED). With
-# savepoints = "event" a batch holds at most 64 events (processors._worker).
+# down), the rest released to the next batch (processors._running.savepoints.MAX_ISOLATED). With
+# savepoints = "event" a batch holds at most 64 events (processors._worker.worker).
 MAX_BATCH_SIZE = 256
 
 

@@ -9,7 +9,7 @@ loads nothing of OpenTelemetry. Once the host's provider is a real one (not the 
 placeholder), the tracer and the W3C propagator are resolved once and kept.
 
 The receiving side (``inbox._receiving.tracing``) and the processing side
-(``processors._tracing``) build their spans on ``active()``; the writers store
+(``processors._running.tracing``) build their spans on ``active()``; the writers store
 ``current_trace_context()`` with each new event, the link a handler's span makes to it: its
 W3C ``traceparent`` and ``tracestate``, the two headers a propagator passes on together
 (the vendors' entries of a tracestate mean something only with the trace they came with).

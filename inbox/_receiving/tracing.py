@@ -2,7 +2,7 @@
 
 The span continues the request's ``traceparent`` (or the host's span, when its web
 instrumentation already started one); the writer stores the span's context with the event,
-and every handler run links to it (``processors._tracing``). Per the OpenTelemetry messaging
+and every handler run links to it (``processors._running.tracing``). Per the OpenTelemetry messaging
 conventions the receipt is the event's creation context: a ``send`` operation, kind
 PRODUCER, named ``receive {source}``. Nothing happens unless the host set up an SDK
 (``inbox._core.tracing.active``).

@@ -1,4 +1,4 @@
--- The processing side's queries. Owned by processors._store.WorkStore; loaded once.
+-- The processing side's queries. Owned by processors._claiming.store.WorkStore; loaded once.
 
 -- name: claim_batch
 -- Take up to batch_size due events that no worker has an unsettled claim on, in order
@@ -23,7 +23,7 @@
 -- (two claims at once took 0.5-1 s each at 50,000 events on 1,000 keys). After a claim
 -- short of a batch, the loops take turns between the start and a sweep through the windows
 -- past it, and start from the beginning at least every second, which finds what the
--- resumed scans passed by (processors._store.ClaimCursor).
+-- resumed scans passed by (processors._claiming.store.ClaimCursor).
 -- Work that requires a version of the code (a replay after a fix) is taken only by a
 -- worker of that version.
 -- traceparent and tracestate are the receipt's trace context, which each handler run's
@@ -34,7 +34,7 @@
 with bound as materialized (
     -- The last index position this claim may take: the window's last pending row, or past
     -- every position when fewer rows are left or the claim has no window (0: see
-    -- processors._store.ClaimCursor; finding the window's end is a walk of its own).
+    -- processors._claiming.store.ClaimCursor; finding the window's end is a walk of its own).
     (
         select priority, run_at, event_id
         from inbox_work
@@ -140,7 +140,7 @@ from bound
 -- (SKIP LOCKED passes them): the lock is taken before the log is joined, so only the one
 -- event taken has its body read. (Joined first, every candidate's body was read and
 -- sorted: 5-90 ms a call while other batches were in flight.) The claim loops look for a
--- suspect only when they scan the queue from its start (processors._store.ClaimCursor).
+-- suspect only when they scan the queue from its start (processors._claiming.store.ClaimCursor).
 select s.event_id, s.attempts, s.replay_id, s.crashes,
        e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body,
        s.ordering_key, e.traceparent, e.tracestate

@@ -8,7 +8,7 @@ Behaviour is chosen by environment variables, so one module serves every scenari
   attempt after its business write, so failures (and the batch re-runs they cause) happen
   beside the kills.
 - ``FAULT_TRACING``: set up the OpenTelemetry SDK in the worker, so every handler runs in
-  its span (processors._tracing) while it is killed.
+  its span (processors._running.tracing) while it is killed.
 - ``FAULT_READ_BACK``: the async handler reads its write back (a fetch: the batch's
   pipeline syncs mid-batch), so kills also land between a pipeline's syncs.
 

@@ -7,7 +7,13 @@ from typing import Any
 
 import psycopg
 
-from processors._store import CLAIM_BATCH, CLAIM_WINDOW_BATCHES, START, Position, claim_params
+from processors._claiming.store import (
+    CLAIM_BATCH,
+    CLAIM_WINDOW_BATCHES,
+    START,
+    Position,
+    claim_params,
+)
 from tests._log import seed_events
 
 PENDING = 500
@@ -119,7 +125,7 @@ def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
 
 
 def test_the_next_due_lookup_probes_the_claim_index(db_url: str, worker_url: str) -> None:
-    from processors._store import NEXT_DUE
+    from processors._claiming.store import NEXT_DUE
 
     _load(db_url, history=1000)
     with psycopg.connect(db_url) as conn:
@@ -182,7 +188,7 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from processors._store import Claim, ClaimCursor
+    from processors._claiming.store import Claim, ClaimCursor
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from processors import _compat
-from processors._pipeline_send import PipelineSend
+from processors._running.pipeline_send import PipelineSend
 from tests.processors.test_batch_handlers import (  # noqa: F401 (collected here again)
     test_a_failure_is_charged_to_its_own_event_and_the_rest_commit_once,
     test_each_source_gets_its_own_call_beside_per_event_and_sync_handlers,

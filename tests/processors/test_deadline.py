@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from processors import Event, Router
-from processors._deadline import HandlerDeadline
+from processors._running.deadline import HandlerDeadline
 from tests.processors._support import (
     NO_RETRY_SOON,
     attempt_outcomes,

@@ -6,7 +6,8 @@ import random
 from datetime import UTC, datetime
 
 from processors import Retry
-from processors._decide import Claimed, Policy, backoff_seconds, decide
+from processors._model.claimed import Claimed
+from processors._model.decide import Policy, backoff_seconds, decide
 
 POLICY = Policy(
     max_attempts=3,
@@ -56,7 +57,7 @@ def test_success_failure_dead_and_retry() -> None:
 
 
 def test_an_idle_worker_waits_for_its_poll_or_the_next_due_event() -> None:
-    from processors._decide import idle_wait_seconds
+    from processors._model.decide import idle_wait_seconds
 
     assert idle_wait_seconds(5.0, None) == 5.0
     assert idle_wait_seconds(5.0, 60.0) == 5.0
@@ -65,7 +66,7 @@ def test_an_idle_worker_waits_for_its_poll_or_the_next_due_event() -> None:
 
 
 def test_a_traceback_is_bounded_from_its_start() -> None:
-    from processors._decide import bounded_traceback
+    from processors._model.decide import bounded_traceback
 
     def fails() -> None:
         raise ValueError("x" * 50 + "\x00 end")

@@ -8,7 +8,7 @@ import pydantic
 import pytest
 
 from processors import Event
-from processors._event import stored_event
+from processors._model.event import stored_event
 
 RECEIVED = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

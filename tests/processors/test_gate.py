@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from processors._gate import SuspectGate
+from processors._claiming.gate import SuspectGate
 
 
 def test_a_suspect_runs_alone_and_batches_queue_behind_it() -> None:

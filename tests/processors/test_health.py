@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors._health import WorkerHealth, stuck_after_seconds
+from processors._worker.health import WorkerHealth, stuck_after_seconds
 from tests.processors._support import settings
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from inbox import InboxWriter
 from processors import Event, Router, Worker
-from processors._listener import Listener, Wakeup
-from processors._metrics import WorkerMetrics
+from processors._worker.listener import Listener, Wakeup
+from processors._worker.metrics import WorkerMetrics
 from tests._proxy import HoldingProxy
 from tests._wait import await_for, scalar
 from tests.processors._support import settings

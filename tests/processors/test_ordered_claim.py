@@ -13,7 +13,7 @@ import pytest
 from psycopg.rows import tuple_row
 
 from inbox import InboxWriter
-from processors._store import (
+from processors._claiming.store import (
     CLAIM_BATCH,
     CLAIM_SUSPECT,
     CLAIM_WINDOW_BATCHES,
@@ -256,7 +256,7 @@ def test_claims_sweep_a_busy_keys_backlog_window_by_window_to_a_head_behind_it(
 
     import anyio
 
-    from processors._store import ClaimCursor, WorkStore
+    from processors._claiming.store import ClaimCursor, WorkStore
 
     size = 4
     window = CLAIM_WINDOW_BATCHES * size

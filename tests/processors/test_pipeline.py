@@ -15,7 +15,7 @@ import pytest
 from psycopg import pq
 
 from processors import Event, Retry, Router
-from processors._pipeline_send import HOLD_MAX
+from processors._running.pipeline_send import HOLD_MAX
 from tests._wait import scalar
 from tests.processors._support import (
     NO_RETRY_SOON,
@@ -198,7 +198,7 @@ def test_a_statement_larger_than_the_sockets_buffers_is_sent_whole_before_the_sy
 
 def test_held_statements_keep_their_place_among_reads_and_savepoints(db_url: str) -> None:
     # The shared pass holds statements in the worker and sends them together
-    # (processors._pipeline_send): more than it holds at once, the same statement past
+    # (processors._running.pipeline_send): more than it holds at once, the same statement past
     # psycopg's prepare threshold, a read, and a savepoint the handler rolls back must all
     # reach the server in the order the handler made them.
     create_business_table(db_url)

@@ -24,8 +24,8 @@ import pytest
 from psycopg.waiting import Ready, Wait
 
 from processors import Event, Router
-from processors._pipeline import BatchPipeline
-from processors._pipeline_send import HOLD_MAX, MAX_BUSY_SECONDS, PipelineSend, _resumed
+from processors._running.pipeline import BatchPipeline
+from processors._running.pipeline_send import HOLD_MAX, MAX_BUSY_SECONDS, PipelineSend, _resumed
 from tests._proxy import CommitCutter, PausingProxy, PostgresProxy
 from tests._wait import scalar
 from tests.processors._support import (

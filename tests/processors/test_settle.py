@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 import anyio
 import psycopg
 
-from processors._decide import Claimed, Decision, Policy, decide, decide_released
-from processors._store import WorkStore
+from processors._claiming.store import WorkStore
+from processors._model.claimed import Claimed
+from processors._model.decide import Decision, Policy, decide, decide_released
 from tests._wait import scalar
 from tests.processors._support import write_events
 

@@ -17,10 +17,10 @@ from inbox._operations.models import Status
 from inbox._operations.replay import ReplayResult
 from inbox.queries import EventFilter, replay, status
 from processors import Event, Router
-from processors._decide import bounded_traceback
-from processors._store import CLAIM_BATCH, claim_params
-from processors._version import code_version
-from processors._worker import Worker
+from processors._claiming.store import CLAIM_BATCH, claim_params
+from processors._model.decide import bounded_traceback
+from processors._worker.version import code_version
+from processors._worker.worker import Worker
 from processors.testing import run_pending
 from tests._wait import rows, scalar, wait_for
 from tests.processors._support import settings, write_events

@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from processors import Event, Retry, Router
-from processors._decide import MAX_TRACEBACK
+from processors._model.decide import MAX_TRACEBACK
 from tests._wait import scalar
 from tests.processors._support import (
     run_until_first_attempt,

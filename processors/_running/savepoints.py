@@ -1,4 +1,4 @@
-"""The savepoints a batch's handlers run under (processors._batch): one shared by the whole
+"""The savepoints a batch's handlers run under (processors._running.batch): one shared by the whole
 batch, or one per event, and how many events may run isolated in one transaction."""
 
 from __future__ import annotations

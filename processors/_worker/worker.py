@@ -25,23 +25,24 @@ from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
 from inbox._core.pooler import PoolerMode, behind_pooler, connect_kwargs
 from inbox._core.settings import WorkerSettings
-from processors._batch import BatchRunner
+from processors._claiming.gate import SuspectGate
+from processors._claiming.store import ClaimCursor, SessionLimits, WorkStore, release_busy
 from processors._compat import log_hooks_off
-from processors._decide import (
+from processors._model.claimed import ClaimedEvent
+from processors._model.decide import (
     Policy,
     idle_wait_seconds,
     reconnect_delay,
 )
-from processors._errors import ProcessingError
-from processors._gate import SuspectGate
-from processors._health import TICK_SECONDS, WorkerHealth
-from processors._listener import Listener, Wakeup
-from processors._metrics import WorkerMetrics
-from processors._router import Router
-from processors._savepoints import BATCH_SAVEPOINT, MAX_ISOLATED
-from processors._settled_log import log_settled
-from processors._store import ClaimCursor, ClaimedEvent, SessionLimits, WorkStore, release_busy
-from processors._version import code_version
+from processors._model.errors import CommitOutcomeUnknownError
+from processors._model.router import Router
+from processors._running.batch import BatchRunner
+from processors._running.savepoints import BATCH_SAVEPOINT, MAX_ISOLATED
+from processors._running.settled_log import log_settled
+from processors._worker.health import TICK_SECONDS, WorkerHealth
+from processors._worker.listener import Listener, Wakeup
+from processors._worker.metrics import WorkerMetrics
+from processors._worker.version import code_version
 
 __all__ = ["Worker"]
 
@@ -74,16 +75,6 @@ class ClaimSession:
     side: psycopg.AsyncConnection[Any]
     sync_view: psycopg.Connection[Any]
     worker: str
-
-
-class CommitOutcomeUnknownError(ProcessingError):
-    """The connection broke during a batch's COMMIT: whether ``event_ids`` were settled is
-    unknown. The worker reconnects and reads which were; the others are claimable again,
-    and none is run again blindly."""
-
-    def __init__(self, event_ids: list[int]) -> None:
-        self.event_ids = event_ids
-        super().__init__(f"connection lost during COMMIT of {len(event_ids)} events")
 
 
 class Worker:
@@ -130,12 +121,12 @@ class Worker:
         self._concurrency = concurrency
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.metrics = metrics or WorkerMetrics()
-        # What the probes and the systemd watchdog read (processors._health).
+        # What the probes and the systemd watchdog read (processors._worker.health).
         self.health = health or WorkerHealth(settings, concurrency=concurrency)
         self._grace = (
             grace_seconds if grace_seconds is not None else (settings.handler_timeout_seconds + 5.0)
         )
-        # What this process runs (processors._version): reported, recorded with each
+        # What this process runs (processors._worker.version): reported, recorded with each
         # attempt, and required by replays that must run on it.
         self.version = version or code_version(router).version
         self._started_at = datetime.now(UTC)

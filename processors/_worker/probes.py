@@ -18,7 +18,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from processors._health import Verdict, WorkerHealth
+from processors._worker.health import Verdict, WorkerHealth
 
 __all__ = ["ProbeServer"]
 

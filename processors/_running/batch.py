@@ -36,22 +36,25 @@ import psycopg
 from psycopg import pq
 
 from inbox._core.logs import get_logger
-from processors._deadline import HandlerDeadline
-from processors._decide import (
+from processors._model.claimed import ClaimedEvent
+from processors._model.decide import (
     Decision,
-    HandlerLeftTransactionAbortedError,
-    HandlerTimeoutError,
-    NoRouteError,
     Policy,
     decide,
     decide_crashed,
     decide_released,
     decide_skipped,
 )
-from processors._invoke import call_handler
-from processors._pipeline import BatchPipeline
-from processors._router import Route, Router
-from processors._savepoints import (
+from processors._model.errors import (
+    HandlerLeftTransactionAbortedError,
+    HandlerTimeoutError,
+    NoRouteError,
+)
+from processors._model.router import Route, Router
+from processors._running.deadline import HandlerDeadline
+from processors._running.invoke import call_handler
+from processors._running.pipeline import BatchPipeline
+from processors._running.savepoints import (
     BATCH_SAVEPOINT,
     EVENT_SAVEPOINT,
     MAX_ISOLATED,
@@ -60,9 +63,8 @@ from processors._savepoints import (
     UNDO_EVENT,
     SavepointMode,
 )
-from processors._settled_log import event_log, log_failure
-from processors._store import ClaimedEvent
-from processors._tracing import handler_span
+from processors._running.settled_log import event_log, log_failure
+from processors._running.tracing import handler_span
 
 __all__ = ["BatchRunner"]
 

@@ -16,13 +16,13 @@ from psycopg.types.json import JsonbBinaryLoader
 from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
 from processors._compat import hooks
-from processors._decide import Claimed, Decision, decide_released
-from processors._event import Event, stored_event
+from processors._model.claimed import Claimed, ClaimedEvent
+from processors._model.decide import Decision, decide_released
+from processors._model.event import stored_event
 
 __all__ = [
     "Claim",
     "ClaimCursor",
-    "ClaimedEvent",
     "SessionLimits",
     "WorkStore",
     "claim_params",
@@ -68,18 +68,6 @@ def _claim_cursor(conn: AsyncConn) -> psycopg.AsyncCursor[tuple[Any, ...]]:
     if hooks().jsonb_loader:
         cursor.adapters.register_loader("jsonb", _ClaimJsonbLoader)
     return cursor
-
-
-@dataclass(slots=True)  # one per event: not frozen, as Claimed (processors._decide)
-class ClaimedEvent:
-    claimed: Claimed
-    event: Event
-    ordering_key: str | None = None
-    """The event's key within its source when the source is ordered."""
-    # The receipt's W3C trace context (null when it was not traced; a tracestate only when
-    # the receipt's span carried one): the handler span's link.
-    traceparent: str | None = None
-    tracestate: str | None = None
 
 
 # An index position of inbox_work_claim: (priority, run_at, event_id).

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from processors._router import Router
+from processors._model.router import Router
 
 __all__ = ["CodeVersion", "code_version"]
 

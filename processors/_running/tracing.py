@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, Otel, active
-from processors._event import Retry
-from processors._store import ClaimedEvent
+from processors._model.claimed import ClaimedEvent
+from processors._model.event import Retry
 
 __all__ = ["handler_span"]
 

@@ -19,8 +19,8 @@ import psycopg
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage
 from inbox._core.sql import NOTIFY_CHANNEL
-from processors._decide import reconnect_delay
-from processors._metrics import WorkerMetrics
+from processors._model.decide import reconnect_delay
+from processors._worker.metrics import WorkerMetrics
 
 __all__ = ["Listener", "Wakeup"]
 

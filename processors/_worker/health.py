@@ -1,7 +1,7 @@
 """What a worker process says to its orchestrator: is it alive, is it ready. I/O-free.
 
 The worker's event loop and claim loops record here what they do; the probes (``/livez``,
-``/readyz`` beside ``/metrics``, processors._probes) and the systemd watchdog read it from
+``/readyz`` beside ``/metrics``, processors._worker.probes) and the systemd watchdog read it from
 another thread. Plain attribute writes and reads: each is atomic, and a probe that reads a
 state a moment old only answers a moment late.
 

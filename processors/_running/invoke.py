@@ -1,5 +1,5 @@
 """One handler call within its time limit, on the claim transaction's connections: an async
-handler under the batch's lazily re-armed deadline (processors._deadline), a sync one in a
+handler under the batch's lazily re-armed deadline (processors._running.deadline), a sync one in a
 worker thread whose query is cancelled on the server at the deadline."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import anyio
 import anyio.to_thread
 import psycopg
 
-from processors._deadline import HandlerDeadline
-from processors._decide import HandlerTimeoutError
-from processors._event import Event
-from processors._router import Route
+from processors._model.errors import HandlerTimeoutError
+from processors._model.event import Event
+from processors._model.router import Route
+from processors._running.deadline import HandlerDeadline
 
 __all__ = ["call_handler"]
 

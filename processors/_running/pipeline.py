@@ -1,8 +1,8 @@
-"""The pipeline a batch's async handlers share under the batch savepoint (processors._batch):
-their statements go out without waiting, and one sync, bounded by the earliest deadline of the
+"""The pipeline a batch's async handlers share under the batch savepoint (``batch``): their
+statements go out without waiting, and one sync, bounded by the earliest deadline of the
 handlers it carries, collects them. While it is open, its statements are sent without a wait on
 the event loop each, and over TCP on Linux held in the kernel until the sync
-(processors._pipeline_send), so that they leave as one write."""
+(processors._running.pipeline_send), so that they leave as one write."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import psycopg
 from psycopg import pq
 
 from processors._compat import hooks, pipeline_failed
-from processors._pipeline_send import PipelineSend
+from processors._running.pipeline_send import PipelineSend
 
 __all__ = ["BatchPipeline"]
 

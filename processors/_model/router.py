@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from processors._event import Event
+from processors._model.event import Event
 
 __all__ = ["BatchHandler", "Handler", "Route", "Router"]
 

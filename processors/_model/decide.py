@@ -15,11 +15,11 @@ from datetime import datetime
 from types import TracebackType
 from typing import Literal
 
-from processors._errors import ProcessingError
-from processors._event import Retry
+from processors._model.claimed import Claimed
+from processors._model.errors import NoRouteError
+from processors._model.event import Retry
 
 __all__ = [
-    "Claimed",
     "Decision",
     "Policy",
     "backoff_seconds",
@@ -57,19 +57,7 @@ class Policy:
     unrouted: Literal["skip", "fail"]
 
 
-# Claimed and Decision are built for every event, so they are not frozen: a frozen
-# dataclass sets each field through object.__setattr__, which showed in a drain's profile.
-# Nothing changes one once built.
-@dataclass(slots=True)
-class Claimed:
-    """A claimed work row: how often it failed before, and how often it crashed a worker."""
-
-    event_id: int
-    attempts: int
-    crashes: int
-    replay_id: int | None
-
-
+# Built for every event, so not frozen (as Claimed, processors._model.claimed).
 @dataclass(slots=True)
 class Decision:
     event_id: int
@@ -84,19 +72,6 @@ class Decision:
     error_message: str | None
     replay_id: int | None
     error_traceback: str | None = None
-
-
-class HandlerTimeoutError(ProcessingError):
-    """The handler did not finish within its deadline."""
-
-
-class HandlerLeftTransactionAbortedError(ProcessingError):
-    """The handler returned normally after one of its statements failed: the transaction is
-    aborted, so nothing it wrote can commit."""
-
-
-class NoRouteError(ProcessingError):
-    """No handler is routed for the event (with ``unrouted = "fail"``)."""
 
 
 def backoff_seconds(failures: int, base: float, cap: float, rng: random.Random) -> float:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from inbox._core.logs import get_logger
-from processors._decide import Decision, outcome_counts
-from processors._event import Event
-from processors._store import ClaimedEvent
+from processors._model.claimed import ClaimedEvent
+from processors._model.decide import Decision, outcome_counts
+from processors._model.event import Event
 
 __all__ = ["event_log", "log_failure", "log_settled"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from processors._decide import Decision
-    from processors._store import ClaimedEvent
+    from processors._model.claimed import ClaimedEvent
+    from processors._model.decide import Decision
 
 __all__ = ["WorkerMetrics"]
 
@@ -23,7 +23,7 @@ __all__ = ["WorkerMetrics"]
 _LAG_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
 )  # fmt: skip
-# A batch holds at most 256 events (processors._worker.MAX_BATCH; 64 with savepoints = "event").
+# A batch holds at most 256 events (worker.MAX_BATCH; 64 with savepoints = "event").
 _BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
@@ -83,7 +83,7 @@ class WorkerMetrics:
         """Also export the queue's gauges (``inbox_queue_*``), read from ``dsn`` when the
         registry is collected (a scrape), at most every few seconds. ``inbox worker
         --metrics-port`` does this; a host that serves the registry itself calls it."""
-        from processors._queue_gauges import QueueGauges
+        from processors._worker.queue_gauges import QueueGauges
 
         self.registry.register(QueueGauges(dsn, worker=worker))
 
