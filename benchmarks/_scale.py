@@ -24,7 +24,8 @@ CLAIM_SIZE = 64
 
 
 async def _claim_latency(url: str, reps: int) -> tuple[list[float], float, bool]:
-    from processors._claiming.store import CLAIM_BATCH, START, WorkStore, claim_params
+    from processors._claiming.cursor import START, claim_params
+    from processors._claiming.store import CLAIM_BATCH, WorkStore
     from processors._running.savepoints import BATCH_SAVEPOINT
 
     store = WorkStore()

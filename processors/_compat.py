@@ -8,7 +8,7 @@ has what it needs (a renamed attribute must cost speed, never a crash or a wrong
   async handlers run without pipeline mode, each statement a round trip (psycopg's own
   pipeline waits for ever on a statement larger than the socket's buffers), slower by what
   benchmarks/ANALYSIS.md says in "The worker's pipeline".
-- psycopg's binary jsonb loader (``processors._claiming.store``): its ``_loads``. Off: psycopg's own
+- psycopg's binary jsonb loader (``processors._claiming.rows``): its ``_loads``. Off: psycopg's own
   loader (``json.loads``).
 - pydantic's model slots (``processors._model.event``): ``__dict__``, ``__pydantic_fields_set__``,
   ``__pydantic_extra__``, ``__pydantic_private__``. Off: ``Event.model_construct``.

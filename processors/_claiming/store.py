@@ -1,9 +1,9 @@
 """``WorkStore``: every query of the processing side. The worker orchestrates; this module
-owns the SQL and turns rows into events and decisions into parameters."""
+owns the SQL and turns decisions into parameters (a claim's rows become events in ``rows``;
+where a claim scans from is ``cursor``'s)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,23 +11,15 @@ from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import tuple_row
-from psycopg.types.json import JsonbBinaryLoader
 
 from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
-from processors._compat import hooks
-from processors._model.claimed import Claimed, ClaimedEvent
+from processors._claiming.cursor import START, Claim, Position, claim_params
+from processors._claiming.rows import claim_cursor, claimed_event
+from processors._model.claimed import ClaimedEvent
 from processors._model.decide import Decision, decide_released
-from processors._model.event import stored_event
 
-__all__ = [
-    "Claim",
-    "ClaimCursor",
-    "SessionLimits",
-    "WorkStore",
-    "claim_params",
-    "release_busy",
-]
+__all__ = ["SessionLimits", "WorkStore", "release_busy"]
 
 QUERIES = load_queries("processors.sql", "queries.sql")
 CLAIM_BATCH: LiteralString = QUERIES["claim_batch"]
@@ -43,135 +35,6 @@ WORKER_SEEN: LiteralString = QUERIES["worker_seen"]
 
 AsyncConn = psycopg.AsyncConnection[Any]
 
-_JSON = json.JSONDecoder()
-
-
-def _load_json(data: str | bytes) -> Any:
-    """A claimed row's JSON (its headers): jsonb's text never has whitespace around it, so
-    the scanner takes it as it comes, without json.loads' detection of the bytes' encoding
-    and its two whitespace matches, on every claimed event's path."""
-    return _JSON.raw_decode(data if isinstance(data, str) else data.decode())[0]
-
-
-class _ClaimJsonbLoader(JsonbBinaryLoader):
-    """psycopg's binary jsonb loader, parsing with ``_load_json`` (the way psycopg's
-    ``set_json_loads`` makes its own, for the one format and type a claim reads)."""
-
-    _loads = staticmethod(_load_json)
-
-
-def _claim_cursor(conn: AsyncConn) -> psycopg.AsyncCursor[tuple[Any, ...]]:
-    """A cursor for claimed rows: binary (the body's bytes and the timestamps come as they are
-    stored, not as text to parse), its JSON read by ``_load_json``. The handler's own
-    statements on the connection keep psycopg's defaults."""
-    cursor = conn.cursor(row_factory=tuple_row, binary=True)
-    if hooks().jsonb_loader:
-        cursor.adapters.register_loader("jsonb", _ClaimJsonbLoader)
-    return cursor
-
-
-# An index position of inbox_work_claim: (priority, run_at, event_id).
-Position = tuple[int, datetime, int]
-# Before every entry: a claim from here scans the index from its start.
-START: Position = (-32768, datetime.min.replace(tzinfo=UTC), 0)
-
-
-# A claim looks at no more than this many batches' worth of pending rows (see claim_batch):
-# an ordered backlog's followers of keys in flight are passed a window at a time.
-CLAIM_WINDOW_BATCHES = 8
-
-
-def claim_params(
-    batch_size: int,
-    after: Position = START,
-    *,
-    windowed: bool = True,
-    version: str | None = None,
-) -> dict[str, Any]:
-    """claim_batch's parameters: up to ``batch_size`` rows after index position ``after``,
-    among the next ``CLAIM_WINDOW_BATCHES`` batches' worth of pending rows if ``windowed``,
-    for a worker running ``version`` of the code."""
-    return {
-        "batch_size": batch_size,
-        "window": CLAIM_WINDOW_BATCHES * batch_size if windowed else 0,
-        "after_priority": after[0],
-        "after_run_at": after[1],
-        "after_event_id": after[2],
-        "version": version,
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A claimed batch, and whether a suspect was found waiting (the caller then gives the
-    batch up: a suspect runs with the process to itself). ``last``: the index position of
-    the batch's last row (None when empty)."""
-
-    batch: list[ClaimedEvent]
-    suspect_waiting: bool
-    last: Position | None = None
-    window_end: Position | None = None
-    """The last position the claim looked at; None when it looked to the queue's end."""
-
-
-class ClaimCursor:
-    """Where a claim loop's next claim starts scanning inbox_work_claim (I/O free).
-
-    A settled work row leaves a dead entry in the index until vacuum removes it, and a claim
-    from the index's start walks every one, so a long drain's claims slowed as the dead
-    prefix grew. So after a full batch the next claim
-    resumes after that batch's last row. A claim looks at one window of pending rows (see
-    claim_batch), except after a batch of unordered work. After a claim short of a batch,
-    the next claims take turns: one from the start (where the keys that settled free their
-    next events), one sweeping the window after the last one swept (where a key whose first
-    event came late has its head), so an ordered backlog whose first rows wait for keys in
-    flight costs a window a claim, never the whole queue; the sweep starts over at the
-    queue's end. What a resumed scan cannot see (a row behind the position: committed late
-    with an earlier run_at, given back by a worker that died or a batch released unrun, a
-    new live event while the loop was among the replays, a follower whose key's head has
-    settled) is found by the scan from the start, which runs after a short batch's sweep
-    turn and at least every ``rescan_seconds`` — so such a row waits at most that long, and
-    no longer than before when the queue is short.
-    """
-
-    def __init__(self, rescan_seconds: float = 1.0) -> None:
-        self._rescan_seconds = rescan_seconds
-        self._after = START
-        self._began = START
-        self._sweep = START
-        self._rescan_at = 0.0
-        self.from_start = True
-        """Whether the last ``start`` scans from the beginning (then suspects are looked for)."""
-        self.windowed = True
-        """Whether the last ``start``'s claim looks at one window only (see claimed)."""
-
-    def start(self, now: float) -> Position:
-        """The position the claim taken at monotonic time ``now`` scans after."""
-        if now >= self._rescan_at:
-            self._after = START
-            self.windowed = True
-        self.from_start = self._after == START
-        if self.from_start:
-            self._rescan_at = now + self._rescan_seconds
-        self._began = self._after
-        return self._after
-
-    def claimed(self, claim: Claim, batch_size: int) -> None:
-        """Resume after a full batch. After a short one, alternate between the start and
-        the sweep: the windows past the start, one per turn, back to the start at the
-        queue's end."""
-        if len(claim.batch) == batch_size and claim.last is not None:
-            self._after = claim.last
-            # After a batch of unordered work the walk needs no window: it stops once it has
-            # a batch, and finding the window's end would cost a walk of its own (~10 % of a
-            # no-op drain's rate). Past ordered events lie their keys' later events.
-            self.windowed = any(item.ordering_key is not None for item in claim.batch)
-            return
-        self.windowed = True
-        if self._began == self._sweep:
-            self._sweep = START if claim.window_end is None else claim.window_end
-        self._after = self._sweep if self.from_start else START
-
 
 @dataclass(frozen=True, slots=True)
 class SessionLimits:
@@ -182,45 +45,6 @@ class SessionLimits:
     idle_in_transaction_timeout_ms: int
     transaction_timeout_ms: int
     connection_check_interval_ms: int = 5000
-
-
-def _claimed_event(row: tuple[Any, ...]) -> ClaimedEvent:
-    (
-        event_id,
-        attempts,
-        replay_id,
-        crashes,
-        source,
-        key,
-        event_type,
-        received_at,
-        headers,
-        body,
-        ordering_key,
-        traceparent,
-        tracestate,
-        *_,  # claim_batch's index position of the row
-    ) = row
-    claimed = Claimed(event_id=event_id, attempts=attempts, crashes=crashes, replay_id=replay_id)
-    # The row comes from our own schema: no need to validate what the database typed.
-    event = stored_event(
-        id=event_id,
-        source=source,
-        key=key,
-        type=event_type,
-        received_at=received_at,
-        headers=headers,
-        body=body,
-        attempt=attempts + 1,
-        replay_id=replay_id,
-    )
-    return ClaimedEvent(
-        claimed=claimed,
-        event=event,
-        ordering_key=ordering_key,
-        traceparent=traceparent,
-        tracestate=tracestate,
-    )
 
 
 def _column(values: list[Any]) -> list[Any] | None:
@@ -277,9 +101,9 @@ class WorkStore:
         """Open the claim transaction and lock one suspect (an event whose earlier claim
         never settled), if there is one."""
         await self._open_transaction(conn)
-        cursor = _claim_cursor(conn)
+        cursor = claim_cursor(conn)
         await cursor.execute(CLAIM_SUSPECT, {"version": self.version})
-        return [_claimed_event(row) for row in await cursor.fetchall()]
+        return [claimed_event(row) for row in await cursor.fetchall()]
 
     async def claim_batch(
         self,
@@ -300,7 +124,7 @@ class WorkStore:
             suspects = conn.cursor(row_factory=tuple_row)
             if look_for_suspect:
                 await suspects.execute(CLAIM_SUSPECT, {"version": self.version})
-            cursor = _claim_cursor(conn)
+            cursor = claim_cursor(conn)
             params = claim_params(batch_size, after, windowed=windowed, version=self.version)
             await cursor.execute(CLAIM_BATCH, params)
             if then is not None:
@@ -312,7 +136,7 @@ class WorkStore:
         events = [row for row in rows if row[1] is not None]
         [end] = [row for row in rows if row[1] is None]
         return Claim(
-            batch=[_claimed_event(row) for row in events],
+            batch=[claimed_event(row) for row in events],
             suspect_waiting=suspect_waiting,
             last=(events[-1][-2], events[-1][-1], events[-1][0]) if events else None,
             window_end=None if end[-1] is None else (end[-2], end[-1], end[0]),

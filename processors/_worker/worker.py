@@ -1,8 +1,9 @@
 """The worker: claim loops that orchestrate claim → handle → settle → commit.
 
 The worker never writes SQL of its own (``WorkStore`` owns every query) and never decides an
-outcome (``_decide`` does). One process runs ``concurrency`` claim loops and one listener;
-several processes, on one host or many, cooperate only through SKIP LOCKED.
+outcome (``processors._model.decide`` does). One process runs ``concurrency`` claim loops, each
+on one ``ClaimSession`` (``session``), one listener, and its upkeep (``upkeep``); several
+processes, on one host or many, cooperate only through SKIP LOCKED.
 """
 
 from __future__ import annotations
@@ -12,9 +13,6 @@ import os
 import random
 import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,8 +23,9 @@ from inbox._core.logs import get_logger
 from inbox._core.outage import Outage, describe_server
 from inbox._core.pooler import PoolerMode, behind_pooler, connect_kwargs
 from inbox._core.settings import WorkerSettings
+from processors._claiming.cursor import ClaimCursor
 from processors._claiming.gate import SuspectGate
-from processors._claiming.store import ClaimCursor, SessionLimits, WorkStore, release_busy
+from processors._claiming.store import SessionLimits, WorkStore, release_busy
 from processors._compat import log_hooks_off
 from processors._model.claimed import ClaimedEvent
 from processors._model.decide import (
@@ -42,6 +41,8 @@ from processors._running.settled_log import log_settled
 from processors._worker.health import TICK_SECONDS, WorkerHealth
 from processors._worker.listener import Listener, Wakeup
 from processors._worker.metrics import WorkerMetrics
+from processors._worker.session import ClaimSession, claim_session
+from processors._worker.upkeep import Upkeep
 from processors._worker.version import code_version
 
 __all__ = ["Worker"]
@@ -55,26 +56,8 @@ log = get_logger("processors.worker")
 # and the claim"). With savepoints = "event" every event is a subtransaction, so a batch
 # holds at most MAX_ISOLATED.
 MAX_BATCH = 256
-# How often a worker makes sure the log's partitions are made ahead (they are made weeks
-# ahead; a writer also makes a missing one).
-PARTITIONS_CHECK_SECONDS = 3600.0
-# How often a worker process says it runs (operators count it running for 30 s after).
-HEARTBEAT_SECONDS = 10.0
-
 # Failures that mean "the connection is gone", as opposed to a handler's own error.
 CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, OSError)
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimSession:
-    """What one claim loop works with, from connecting until the connection is lost: the
-    claim transaction's connection, the autocommit side connection (claim counters, next
-    due), the sync handlers' view of the claim connection, and the loop's name."""
-
-    conn: psycopg.AsyncConnection[Any]
-    side: psycopg.AsyncConnection[Any]
-    sync_view: psycopg.Connection[Any]
-    worker: str
 
 
 class Worker:
@@ -194,6 +177,7 @@ class Worker:
                 fix="set [database] listen_url to a direct URL of the same database",
             )
         self._wakeup = wakeup = Wakeup()
+        upkeep = Upkeep(self._dsn, self._connect, self._store, self.name, self._started_at)
         self._gate = SuspectGate()
         self._stop_requested = stop_requested = anyio.Event()
         if self._stopping:
@@ -227,8 +211,8 @@ class Worker:
                 tg.start_soon(listener.run)
             for n in range(self._concurrency):
                 tg.start_soon(loop, n, wakeup)
-            tg.start_soon(self._keep_partitions_ahead)
-            tg.start_soon(self._heartbeat)
+            tg.start_soon(upkeep.keep_partitions_ahead)
+            tg.start_soon(upkeep.heartbeat)
             tg.start_soon(self._tick)
             if stop is not None:
                 tg.start_soon(self._stop_when, stop)
@@ -240,66 +224,8 @@ class Worker:
                 log.warning("worker_grace_expired", worker=self.name, grace_seconds=self._grace)
             tg.cancel_scope.cancel()
         self.health.running = False
-        await self._report_stopped()
+        await upkeep.report_stopped()
         log.info("worker_stopped", worker=self.name)
-
-    async def _report_stopped(self) -> None:
-        # Informative only (a worker that is killed never says it): operators judge whether
-        # a worker runs by its connections.
-        try:
-            with anyio.fail_after(5):
-                conn = await psycopg.AsyncConnection.connect(
-                    self._dsn, autocommit=True, **self._connect
-                )
-                async with conn:
-                    await self._store.register_worker(
-                        conn, self.name, self._started_at, stopped=True
-                    )
-        except (psycopg.Error, OSError, TimeoutError) as exc:
-            log.info("worker_stop_not_recorded", worker=self.name, error=str(exc))
-
-    async def _keep_partitions_ahead(self) -> None:
-        """Make sure of the log's partitions ahead, now and every hour, on a connection of
-        its own; a failure is logged and the next round tries again."""
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self._dsn,
-                    autocommit=True,
-                    application_name=f"pg-inbox partitions {self.name}",
-                    **self._connect,
-                )
-                async with conn:
-                    made = await self._store.ensure_partitions(conn)
-                if made:
-                    log.info("log_partitions_made", worker=self.name, partitions=made)
-            except (psycopg.Error, OSError) as exc:
-                log.warning("log_partitions_unchecked", worker=self.name, error=str(exc))
-            await anyio.sleep(PARTITIONS_CHECK_SECONDS)
-
-    async def _heartbeat(self) -> None:
-        """Say that this process runs, every HEARTBEAT_SECONDS, on a connection of its own
-        (remade after a failure; the claim loops report outages)."""
-        conn: psycopg.AsyncConnection[Any] | None = None
-        try:
-            while True:
-                await anyio.sleep(HEARTBEAT_SECONDS)
-                try:
-                    if conn is None or conn.closed:
-                        conn = await psycopg.AsyncConnection.connect(
-                            self._dsn,
-                            autocommit=True,
-                            application_name=f"pg-inbox heartbeat {self.name}",
-                            **self._connect,
-                        )
-                    await self._store.worker_seen(conn, self.name, self._started_at)
-                except (psycopg.Error, OSError):
-                    if conn is not None:
-                        await conn.close()
-                    conn = None
-        finally:
-            if conn is not None:
-                await conn.close()
 
     def _listener_up(self, up: bool) -> None:
         self.health.listener_up = up
@@ -314,45 +240,6 @@ class Worker:
         await stop.wait()
         self.request_stop()
 
-    @asynccontextmanager
-    async def _connections(self, n: int) -> AsyncIterator[ClaimSession]:
-        worker = f"{self.name}/{n}"
-        label = f"pg-inbox worker {worker}"
-        conn = await psycopg.AsyncConnection.connect(
-            self._dsn, application_name=label, **self._connect
-        )
-        try:
-            # The claim counters need not wait for a WAL flush: they guard against a *worker*
-            # dying, which loses nothing PostgreSQL has already accepted; a PostgreSQL crash
-            # could lose the last few counts, costing a poison pill one more try. Skipping
-            # the flush takes milliseconds off every batch's start, and so off wake latency.
-            side = await psycopg.AsyncConnection.connect(
-                self._dsn, autocommit=True, application_name=f"{label} claims", **self._connect
-            )
-            try:
-                if self._pooled:
-                    # A shared server session keeps nothing of ours: the limits open each
-                    # claim transaction, and the counters wait for their flush.
-                    self._store.per_transaction = self._store.limits_statement(
-                        conn, self._limits, local=True
-                    )
-                else:
-                    await side.execute("set synchronous_commit = off")
-                    await self._store.apply_session_limits(conn, self._limits)
-                # Sync handlers get a sync psycopg connection over the very same server
-                # session: the claim transaction, seen from a worker thread.
-                sync_view: psycopg.Connection[Any] = psycopg.Connection(conn.pgconn)
-                # Prepared statements belong to the session, but psycopg names and tracks
-                # them per connection object: two objects preparing on one session collide
-                # on their names, and one's DEALLOCATE ALL (after any ROLLBACK TO) drops the
-                # other's. Only the async connection prepares.
-                sync_view.prepare_threshold = None
-                yield ClaimSession(conn, side, sync_view, worker)
-            finally:
-                await side.close()
-        finally:
-            await conn.close()
-
     async def _claim_loop(self, n: int, wakeup: Wakeup, stop_requested: anyio.Event) -> None:
         failures = 0
         unresolved: list[int] = []
@@ -362,7 +249,9 @@ class Worker:
         while not self._stopping:
             health.step(n, time.monotonic())
             try:
-                async with self._connections(n) as session:
+                async with claim_session(
+                    self._dsn, worker, self._connect, self._store, self._limits, pooled=self._pooled
+                ) as session:
                     health.connected(n, True)
                     self._reconnected(worker)
                     if n == 0:

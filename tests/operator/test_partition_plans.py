@@ -96,7 +96,7 @@ def test_a_search_reads_one_partition(many_partitions: str, params: Any) -> None
 def test_the_claim_reads_only_the_partitions_of_the_events_it_claims(
     many_partitions: str,
 ) -> None:
-    from processors._claiming.store import claim_params
+    from processors._claiming.cursor import claim_params
 
     read = _executed_partitions(many_partitions, PROCESSORS["claim_batch"], claim_params(20))
     # 20 claimed events, oldest first, 5 a day: their 4 days' partitions, not all 40.

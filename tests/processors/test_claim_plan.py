@@ -7,13 +7,8 @@ from typing import Any
 
 import psycopg
 
-from processors._claiming.store import (
-    CLAIM_BATCH,
-    CLAIM_WINDOW_BATCHES,
-    START,
-    Position,
-    claim_params,
-)
+from processors._claiming.cursor import CLAIM_WINDOW_BATCHES, START, Position, claim_params
+from processors._claiming.store import CLAIM_BATCH
 from tests._log import seed_events
 
 PENDING = 500
@@ -188,7 +183,7 @@ def test_the_claim_cursor_resumes_after_full_batches_and_rescans_from_the_start(
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from processors._claiming.store import Claim, ClaimCursor
+    from processors._claiming.cursor import Claim, ClaimCursor
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,13 +13,8 @@ import pytest
 from psycopg.rows import tuple_row
 
 from inbox import InboxWriter
-from processors._claiming.store import (
-    CLAIM_BATCH,
-    CLAIM_SUSPECT,
-    CLAIM_WINDOW_BATCHES,
-    COUNT_CLAIMS,
-    claim_params,
-)
+from processors._claiming.cursor import CLAIM_WINDOW_BATCHES, claim_params
+from processors._claiming.store import CLAIM_BATCH, CLAIM_SUSPECT, COUNT_CLAIMS
 from processors.testing import COUNT_DUE
 from tests._log import seed_events
 
@@ -256,7 +251,8 @@ def test_claims_sweep_a_busy_keys_backlog_window_by_window_to_a_head_behind_it(
 
     import anyio
 
-    from processors._claiming.store import ClaimCursor, WorkStore
+    from processors._claiming.cursor import ClaimCursor
+    from processors._claiming.store import WorkStore
 
     size = 4
     window = CLAIM_WINDOW_BATCHES * size

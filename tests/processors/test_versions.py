@@ -17,7 +17,8 @@ from inbox._operations.models import Status
 from inbox._operations.replay import ReplayResult
 from inbox.queries import EventFilter, replay, status
 from processors import Event, Router
-from processors._claiming.store import CLAIM_BATCH, claim_params
+from processors._claiming.cursor import claim_params
+from processors._claiming.store import CLAIM_BATCH
 from processors._model.decide import bounded_traceback
 from processors._worker.version import code_version
 from processors._worker.worker import Worker
