@@ -24,12 +24,15 @@ from inbox._writing.writer_async import AsyncInboxWriter
 
 if TYPE_CHECKING:
     from inbox._core.settings import Settings, SourceSettings, load_settings
+    from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource
     from inbox._receiving.metrics import ReceiverMetrics
-    from inbox._receiving.receiver import Receiver, ReceiverResponse
+    from inbox._receiving.receiver import Receiver
     from inbox.contrib._asgi import create_app
 
 # The receiver's names pull in Starlette, prometheus-client and the verifiers: an app that
-# only embeds the writer should not pay for them, so they load on first use.
+# only embeds the writer should not pay for them, so they load on first use. (Its types are
+# here for whoever calls a Receiver's steps: admit gives a ReceivingSource, prepare a
+# PendingWrite, each step may give a ReceiverResponse.)
 #
 # Settings pull in pydantic-settings (docs/architecture.md, "What `import inbox` costs"): a
 # writer given its URL never reads them.
@@ -40,7 +43,9 @@ _LAZY = {
     "create_app": "inbox.contrib._asgi",
     "ReceiverMetrics": "inbox._receiving.metrics",
     "Receiver": "inbox._receiving.receiver",
-    "ReceiverResponse": "inbox._receiving.receiver",
+    "ReceiverResponse": "inbox._receiving.delivery",
+    "ReceivingSource": "inbox._receiving.delivery",
+    "PendingWrite": "inbox._receiving.delivery",
 }
 
 
@@ -58,9 +63,11 @@ __all__ = [
     "InboxWriter",
     "InvalidWriteError",
     "MigrationError",
+    "PendingWrite",
     "Receiver",
     "ReceiverMetrics",
     "ReceiverResponse",
+    "ReceivingSource",
     "RefusedError",
     "ReplayNotFoundError",
     "Settings",

@@ -20,22 +20,20 @@ connections from a pool:
     queries.replay_progress(db, run_id)      # processed / failed / pending of one run
     queries.audit(db, limit=50, cursor=None)  # replays, retries, prunes, newest first
 
-Replays and dead-letter retries are here too: ``queries.replay``, ``queries.retry_dead``
-(``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in ``inbox._operations.replay``;
-``processors`` re-exports them). They take ``actor=`` and ``via=`` (``"cli"``,
-``"console"`` or ``"api"``, the default), recorded in the audit; a preview
-(``dry_run=True``) says how many of the selected events are ``already_processed``:
+Replays and dead-letter retries are here too, and only here: ``queries.replay``,
+``queries.retry_dead`` (``ids=`` picks dead letters), ``queries.replay_runs`` (implemented in
+``inbox._operations.replay``). They take ``actor=`` and ``via=`` (``"cli"``, ``"console"`` or
+``"api"``, the default), recorded in the audit; a preview (``dry_run=True``) says how many of
+the selected events are ``already_processed``:
 
     queries.replay(db, reason="fix #412", event_filter=f, actor="olga", via="console")
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
 
 from inbox._core.errors import EventNotFoundError, ReplayNotFoundError
 from inbox._core.logs import get_logger
@@ -66,20 +64,19 @@ from inbox._operations.records import (
     decode_cursor,
     encode_cursor,
 )
+from inbox._operations.replay import (
+    ReplayResult,
+    SkipResult,
+    event_ids,
+    replay,
+    replay_runs,
+    retry_dead,
+    skip_dead,
+)
+from inbox._operations.retention import MINIMUM_RETENTION, prune
 from inbox._operations.selection import EventFilter, EventState, FilterState
 from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
-
-if TYPE_CHECKING:
-    from inbox._operations.replay import (
-        ReplayResult,
-        SkipResult,
-        replay,
-        replay_runs,
-        retry_dead,
-        skip_dead,
-    )
-    from inbox._operations.retention import prune
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -134,38 +131,11 @@ __all__ = [
 
 log = get_logger("inbox.queries")
 
-# Replays and retention live in their own modules of inbox._operations, which build on this
-# one (``event_ids``, ``MINIMUM_RETENTION``): they load on first use.
-_LATER = {
-    "ReplayResult": "inbox._operations.replay",
-    "SkipResult": "inbox._operations.replay",
-    "replay": "inbox._operations.replay",
-    "replay_runs": "inbox._operations.replay",
-    "retry_dead": "inbox._operations.replay",
-    "skip_dead": "inbox._operations.replay",
-    "prune": "inbox._operations.retention",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LATER.get(name)
-    if module is None:
-        raise AttributeError(f"module 'inbox.queries' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
 DEFAULT_MAX_AGE = timedelta(minutes=5)
 """How long due work may wait before ``status`` calls it a problem (``max_age``)."""
 
 # Held keys listed in a status (all of them are counted).
 HELD_SHOWN = 10
-
-MINIMUM_RETENTION = timedelta(days=7)
-"""The shortest ``older_than`` that ``prune`` accepts by default (its ``minimum``): a pruned
-event can no longer be inspected or replayed (its key stays, for dedupe), and a week is what
-someone on call needs to look back on."""
 
 LAST_HOUR = (timedelta(hours=1), timedelta(minutes=1))
 """An hour by the minute: a ``window`` for ``activity`` (its default)."""
@@ -310,14 +280,6 @@ def search(db: Db, text: str, *, limit: int = 50) -> list[EventSummary]:
         store = LogStore(conn)
         ids = store.search(event_id=event_id, source_key=source_key, key=needle, limit=limit)
         return store.summaries(ids)
-
-
-def event_ids(db: Db, event_filter: EventFilter) -> list[int]:
-    """Every id the filter selects, oldest first (what a replay enqueues)."""
-    with connection(db, "select events") as conn:
-        ids = LogStore(conn).select_ids(event_filter, limit=None)
-    ids.reverse()
-    return ids
 
 
 def event(db: Db, ref: int | str, *, redact: Collection[str] = ()) -> EventDetail:

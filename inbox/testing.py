@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inbox._core.settings import Settings, load_settings
-from inbox._receiving.receiver import ReceiverResponse
+from inbox._receiving.delivery import ReceiverResponse
 
 __all__ = [
     "SignedRequest",

@@ -1,8 +1,14 @@
 """pg-inbox, the processing side: route stored events to handlers that run in the claim's
-transaction, so every business write commits exactly when its event is marked handled."""
+transaction, so every business write commits exactly when its event is marked handled.
 
-from inbox._core.lazy import own_exports
-from inbox.queries import ReplayResult, ReplayRun, replay, replay_runs, retry_dead
+Replays and dead-letter retries are the operator API's: ``inbox.queries.replay``,
+``retry_dead`` and ``replay_runs``.
+"""
+
+from typing import Any
+
+from inbox._core.lazy import load_lazily, own_exports
+from inbox._core.settings import WorkerSettings
 from processors._model.errors import (
     CommitOutcomeUnknownError,
     HandlerLeftTransactionAbortedError,
@@ -22,16 +28,27 @@ __all__ = [
     "HandlerTimeoutError",
     "NoRouteError",
     "ProcessingError",
-    "ReplayResult",
-    "ReplayRun",
     "Retry",
     "Route",
     "Router",
     "Worker",
     "WorkerMetrics",
-    "replay",
-    "replay_runs",
-    "retry_dead",
+    "WorkerSettings",
 ]
+
+# Where code written before the operator API had them still finds them; they are
+# inbox.queries' names, exported there (loaded on first use, and not claimed as ours).
+_ALIASES = {
+    "ReplayResult": "inbox.queries",
+    "ReplayRun": "inbox.queries",
+    "replay": "inbox.queries",
+    "replay_runs": "inbox.queries",
+    "retry_dead": "inbox.queries",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return load_lazily(globals(), _ALIASES, name)
+
 
 own_exports(globals())

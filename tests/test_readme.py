@@ -12,7 +12,8 @@ import psycopg
 
 from inbox import InboxWriter, load_settings
 from inbox._receiving.samples import build_sample
-from processors import Router, replay
+from inbox.queries import replay
+from processors import Router
 from tests._wait import scalar
 from tests.processors._support import run_worker_until, settings
 

@@ -83,7 +83,10 @@ def _console_module() -> Any:
 
 def with_console(receiver: Any, settings: Settings, url: str) -> Any:
     """``inbox serve`` with ``[console] enabled``: the console at ``base_path``."""
-    return _console_module()._dev.with_console(receiver, settings, url)
+    _console_module()  # says which extra is missing, if one is
+    from inbox.console._dev import with_console as mounted
+
+    return mounted(receiver, settings, url)
 
 
 def console_app(settings: Settings, url: str) -> Any:

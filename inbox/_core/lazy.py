@@ -33,12 +33,15 @@ def load_lazily(namespace: dict[str, Any], modules: Mapping[str, str], name: str
     """Import ``name`` from ``modules[name]``, keep it in ``namespace``, and return it.
 
     ``namespace`` is the package's ``globals()``: once kept there, later look-ups no longer
-    reach the package's ``__getattr__``. An unknown name is the usual ``AttributeError``.
+    reach the package's ``__getattr__``. A name of the package's ``__all__`` is claimed as
+    its own; any other (an alias of a name another package exports) is left as it is. An
+    unknown name is the usual ``AttributeError``.
     """
     module = modules.get(name)
     if module is None:
         raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
-    _own(value, namespace["__name__"])
+    if name in namespace["__all__"]:
+        _own(value, namespace["__name__"])
     namespace[name] = value
     return value

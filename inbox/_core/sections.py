@@ -232,6 +232,9 @@ class SourceSettings(_Section):
 
 
 class WorkerSettings(_Section):
+    """The ``[worker]`` table: how a worker claims, runs, retries and gives up on events
+    (docs/processing.md). ``Worker`` and ``processors.testing`` take one."""
+
     max_attempts: int = Field(default=25, ge=1)
     max_crashes: int = Field(default=5, ge=1)
     backoff_base_seconds: float = Field(default=1.0, gt=0)

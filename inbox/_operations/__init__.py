@@ -4,9 +4,10 @@ Owns the operator API's records (``models``: events and status; ``records``: run
 the JSON form every record shares), what selects events (``selection``: ``EventFilter``),
 where and as whom an operation runs (``session``), the operator's input forms (``inputs``:
 durations, times, page sizes), its store of queries (``store``), replay and dead-retry
-(``replay``), retention (``retention``), reading the receiver's rejection counters
-(``receiver_scrape``) and terminal formatting (``term``). Its public face is
-``inbox.queries`` (documented in docs/operations.md), which belongs to this room.
+(``replay``, over the queries of ``replay_store``), retention (``retention``), reading the
+receiver's rejection counters (``receiver_scrape``) and terminal formatting (``term``). Its
+public face is ``inbox.queries`` (documented in docs/operations.md), which sits above this
+room: nothing here imports it.
 
 May import: the core room. Never receiving, writing or providers: an operator reads and
 re-enqueues what is stored, never a request.
@@ -18,6 +19,7 @@ __all__ = [
     "receiver_scrape",
     "records",
     "replay",
+    "replay_store",
     "retention",
     "selection",
     "session",

@@ -18,15 +18,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, LiteralString
+from typing import Any, Literal
 
 import psycopg
 from psycopg import pq
-from psycopg.types.json import Jsonb
 
 from inbox._core.errors import RefusedError
 from inbox._core.logs import get_logger
-from inbox._core.sql import load_queries
 from inbox._operations.models import EventSummary
 from inbox._operations.records import (
     Record,
@@ -36,16 +34,16 @@ from inbox._operations.records import (
     check_via,
     record_json,
 )
+from inbox._operations.replay_store import ReplayStore
 from inbox._operations.selection import EventFilter
 from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
-from inbox.queries import event_ids
 
 __all__ = [
     "ReplayResult",
     "ReplayRun",
-    "ReplayStore",
     "SkipResult",
+    "event_ids",
     "replay",
     "replay_runs",
     "retry_dead",
@@ -54,7 +52,6 @@ __all__ = [
 
 log = get_logger("processors.replay")
 
-QUERIES = load_queries("inbox.sql", "replay.sql")
 CHUNK = 1000
 # A work row of the selection that another transaction changes while a replay runs (a worker
 # settling it, another replay) fails the replay's enqueue (replay_snapshot): it starts over
@@ -62,10 +59,6 @@ CHUNK = 1000
 SNAPSHOT_TRIES = 5
 
 Kind = Literal["replay", "dead-retry"]
-
-
-def _q(name: str) -> LiteralString:
-    return QUERIES[name]
 
 
 # The JSON form's order (docs/operations.md): the run and its verdict before the counts.
@@ -141,75 +134,12 @@ class SkipResult(Record):
     """Ids that were not dead letters (pending, settled or unknown): nothing was done."""
 
 
-class ReplayStore:
-    """The replay's queries, in the caller's transaction."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
-
-    def _one(self, name: str, params: dict[str, Any]) -> Any:
-        row = self._conn.execute(_q(name), params).fetchone()
-        return None if row is None else row[0]
-
-    def begin_snapshot(self) -> None:
-        """The first statement of the transaction: everything after reads one snapshot."""
-        self._conn.execute(_q("replay_snapshot"))
-
-    def to_queue(self, ids: Sequence[int]) -> tuple[list[int], int]:
-        """The ``ids`` without pending work, in their order, and how many of those were
-        processed successfully before."""
-        rows = self._conn.execute(_q("selection_work"), {"event_ids": list(ids)}).fetchall()
-        return [int(row[0]) for row in rows], sum(1 for row in rows if row[1])
-
-    def begin_run(self, run: ReplayRun) -> int:
-        """Write the run's audit row, first: its id (what its work rows carry)."""
-        return int(
-            self._one(
-                "begin_replay_run",
-                {
-                    "kind": run.kind,
-                    "created_by": run.created_by,
-                    "reason": run.reason,
-                    "filter": Jsonb(run.filter),
-                    "selected": run.selected,
-                    "queued": run.queued,
-                    "rate": run.rate_per_second,
-                    "via": run.via,
-                    "required_version": run.required_version,
-                },
-            )
-        )
-
-    def enqueue(self, replay_id: int, ids: Sequence[int], offset: int) -> int:
-        cursor = self._conn.execute(
-            _q("enqueue_replay"),
-            {"event_ids": list(ids), "replay_id": replay_id, "offset": offset},
-        )
-        return len(cursor.fetchall())
-
-    def wake_workers(self) -> None:
-        self._conn.execute(_q("wake_workers"))
-
-    def skip_dead(
-        self, ids: Sequence[int], created_by: str, reason: str, via: str
-    ) -> tuple[int | None, list[int]]:
-        rows = self._conn.execute(
-            _q("skip_dead"),
-            {
-                "event_ids": list(ids),
-                "created_by": created_by,
-                "reason": reason,
-                "via": via,
-                "filter": Jsonb({"ids": list(ids)}),
-            },
-        ).fetchall()
-        if rows:
-            self._conn.execute(_q("wake_workers"))
-        return (int(rows[0][0]) if rows else None), sorted(int(r[1]) for r in rows)
-
-    def runs(self, limit: int) -> list[ReplayRun]:
-        cursor = self._conn.execute(_q("replay_runs"), {"limit": limit})
-        return [ReplayRun(*row) for row in cursor.fetchall()]
+def event_ids(db: Db, event_filter: EventFilter) -> list[int]:
+    """Every id the filter selects, oldest first (what a replay enqueues)."""
+    with connection(db, "select events") as conn:
+        ids = LogStore(conn).select_ids(event_filter, limit=None)
+    ids.reverse()
+    return ids
 
 
 def replay(

@@ -18,11 +18,15 @@ from inbox._operations.records import Via, check_via
 from inbox._operations.session import Db, connection, current_actor
 from inbox._operations.store import LogStore
 from inbox._operations.term import human_duration
-from inbox.queries import MINIMUM_RETENTION
 
-__all__ = ["prune"]
+__all__ = ["MINIMUM_RETENTION", "prune"]
 
 log = get_logger("inbox.queries")
+
+MINIMUM_RETENTION = timedelta(days=7)
+"""The shortest ``older_than`` that ``prune`` accepts by default (its ``minimum``): a pruned
+event can no longer be inspected or replayed (its key stays, for dedupe), and a week is what
+someone on call needs to look back on."""
 
 
 def prune(

@@ -18,7 +18,8 @@ from typing import Any
 
 from inbox._core.errors import DatabaseUnavailableError, InvalidWriteError, MigrationError
 from inbox._core.settings import Settings
-from inbox._receiving.receiver import BodyCollector, PendingWrite, Receiver, ReceiverResponse
+from inbox._receiving.delivery import BodyCollector, PendingWrite, ReceiverResponse
+from inbox._receiving.receiver import Receiver
 from inbox._receiving.tracing import traced_receipt, traced_receipt_async
 from inbox._writing.plan import WriteResult
 from inbox._writing.writer import InboxWriter

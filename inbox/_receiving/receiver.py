@@ -1,7 +1,8 @@
 """The receiver's decisions, free of I/O and of any web framework.
 
-One request goes through four steps; the shells in ``inbox._receiving.receive`` (sync and async) do
-the I/O between them, and every adapter (ASGI, Django, Flask) calls those shells:
+One request goes through four steps; the shells in ``inbox._receiving.receive`` (sync and
+async) do the I/O between them, and every adapter (ASGI, Django, Flask) calls those shells.
+What the steps hand on is ``inbox._receiving.delivery``'s:
 
 1. ``admit``: is the source known, is the announced body small enough? (before any read)
 2. the shell streams the body into a ``BodyCollector``, stopping at the source's limit;
@@ -16,135 +17,27 @@ after a valid signature (a 400 says what is missing: only the provider can see i
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
 
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._core.pooler import pooler_hint
 from inbox._core.settings import Settings, SourceSettings
-from inbox._providers import HandshakeReply, Provider, Verifier, WebhookRequest, provider
-from inbox._receiving.extract import Extracted, Extraction
+from inbox._providers import HandshakeReply, Provider, WebhookRequest, provider
+from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource, json_reply
+from inbox._receiving.extract import Extracted
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
 from inbox._receiving.source_config import source_extraction, source_verifier
 from inbox._writing.plan import MAX_EVENT_TYPE_LENGTH, MAX_ORDERING_KEY_LENGTH, WriteResult
 
-__all__ = [
-    "BodyCollector",
-    "PendingWrite",
-    "Receiver",
-    "ReceiverResponse",
-    "ReceivingSource",
-    "normalise_headers",
-]
+__all__ = ["Receiver"]
 
 log = get_logger("inbox.receiver")
 
 # Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiverResponse:
-    """What to answer, independent of the framework that sends it.
-
-    ``outcome`` is the metrics label (accepted, duplicate, unauthorized, ...); ``reason`` the
-    precise cause of a refusal (for logs and metrics only).
-    """
-
-    status: int
-    body: bytes
-    content_type: str
-    outcome: str
-    reason: str | None = None
-    event_id: int | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-def _json_reply(
-    status: int,
-    payload: Mapping[str, object],
-    *,
-    outcome: str,
-    reason: str | None = None,
-    event_id: int | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> ReceiverResponse:
-    return ReceiverResponse(
-        status=status,
-        body=json.dumps(payload, separators=(",", ":")).encode(),
-        content_type="application/json",
-        outcome=outcome,
-        reason=reason,
-        event_id=event_id,
-        headers=headers or {},
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivingSource:
-    """A configured source, ready to receive: its verifier, extraction and body limit."""
-
-    name: str
-    verifier_name: str
-    verifier: Verifier
-    provider: Provider
-    extraction: Extraction
-    max_body_bytes: int
-    on_dead: str | None = None
-    """None for an unordered source; else what a dead letter does to its key."""
-    secrets: Sequence[str] = field(default=(), repr=False)
-    """For a handshake that answers with them (Zoom's HMAC of its token)."""
-
-
-@dataclass(frozen=True, slots=True)
-class PendingWrite:
-    """A verified delivery, ready for ``InboxWriter.write(**pending.write_args())``."""
-
-    source: ReceivingSource
-    key: str
-    event_type: str | None
-    body: bytes
-    headers: Mapping[str, str]
-    ordering_key: str | None = None
-    order_at: datetime | None = None
-
-    def write_args(self) -> dict[str, Any]:
-        ordered = self.ordering_key is not None
-        return {
-            "ordering_key": self.ordering_key,
-            "order_at": self.order_at,
-            "on_dead": self.source.on_dead if ordered else None,
-            "source": self.source.name,
-            "key": self.key,
-            "body": self.body,
-            "headers": self.headers,
-            "event_type": self.event_type,
-            "verifier": self.source.verifier_name,
-        }
-
-
-class BodyCollector:
-    """Accumulates a body's chunks and says stop as soon as it passes ``limit`` bytes."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._buffer = bytearray()
-
-    def add(self, chunk: bytes) -> bool:
-        """Append ``chunk``; False means the body is over the limit (stop reading)."""
-        if len(self._buffer) + len(chunk) > self._limit:
-            return False
-        self._buffer += chunk
-        return True
-
-    @property
-    def body(self) -> bytes:
-        return bytes(self._buffer)
 
 
 def _announced_length(headers: Mapping[str, str]) -> int | None:
@@ -298,7 +191,7 @@ class Receiver:
         if isinstance(reply, str):
             body = reply.encode()
             return ReceiverResponse(200, body, "text/plain; charset=utf-8", "handshake")
-        return _json_reply(200, reply, outcome="handshake")
+        return json_reply(200, reply, outcome="handshake")
 
     def _ordering(
         self, source: ReceivingSource, key: str, found: Extracted
@@ -367,7 +260,7 @@ class Receiver:
         if reason == "invalid_write":
             log.warning("webhook_rejected", source=name, reason=reason, status=400, error=error)
             self.metrics.observe(name, "bad_request", reason)
-            return _json_reply(
+            return json_reply(
                 400, {"error": "invalid_idempotency_key", "detail": error}, outcome="bad_request"
             )
         fix = pooler_hint(error)
@@ -380,7 +273,7 @@ class Receiver:
             **({"fix": fix} if fix else {}),
         )
         self.metrics.observe(name, "unavailable", reason)
-        return _json_reply(
+        return json_reply(
             503,
             {"error": "unavailable", "detail": "the inbox could not store the webhook; retry"},
             outcome="unavailable",
@@ -407,13 +300,4 @@ class Receiver:
         )
         payload: dict[str, object] = {"error": outcome}
         payload.update(extra or {})
-        return _json_reply(status, payload, outcome=outcome, reason=reason)
-
-
-def normalise_headers(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Lower-case header names; repeated headers are joined with ", " (RFC 9110)."""
-    headers: dict[str, str] = {}
-    for name, value in pairs:
-        lowered = name.lower()
-        headers[lowered] = f"{headers[lowered]}, {value}" if lowered in headers else value
-    return headers
+        return json_reply(status, payload, outcome=outcome, reason=reason)

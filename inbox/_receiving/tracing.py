@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from inbox._core.tracing import ATTRIBUTE_PREFIX, MESSAGING_SYSTEM, Otel, active
+from inbox._receiving.delivery import ReceiverResponse
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL
-from inbox._receiving.receiver import Receiver, ReceiverResponse
+from inbox._receiving.receiver import Receiver
 
 __all__ = ["traced_receipt", "traced_receipt_async"]
 

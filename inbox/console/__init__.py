@@ -45,6 +45,5 @@ Settings (``[console]``; each also ``INBOX_CONSOLE__KEY``):
 """
 
 from inbox.console._app import create_app
-from inbox.console._dev import mount_for_dev
 
-__all__ = ["create_app", "mount_for_dev"]
+__all__ = ["create_app"]

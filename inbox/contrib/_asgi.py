@@ -26,8 +26,9 @@ from inbox._core.errors import ConfigError, InboxError
 from inbox._core.logs import get_logger
 from inbox._core.outage import Outage
 from inbox._core.settings import Settings
+from inbox._receiving.delivery import normalise_headers
 from inbox._receiving.receive import receive_async, receiver_writer_kwargs
-from inbox._receiving.receiver import Receiver, normalise_headers
+from inbox._receiving.receiver import Receiver
 from inbox._writing.writer_async import AsyncInboxWriter
 from inbox.contrib._probes import ReceiverProbes
 

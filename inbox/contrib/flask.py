@@ -15,8 +15,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 
 from inbox._core.settings import Settings
+from inbox._receiving.delivery import normalise_headers
 from inbox._receiving.receive import receive
-from inbox._receiving.receiver import Receiver, normalise_headers
+from inbox._receiving.receiver import Receiver
 from inbox._writing.writer import InboxWriter
 from inbox.contrib._shared import SyncWriterSlot, receiver_for
 

@@ -123,5 +123,5 @@ def test_chart_lines_stay_apart_from_each_other_and_from_the_axis() -> None:
 def test_public_names() -> None:
     import inbox.console
 
-    assert inbox.console.__all__ == ["create_app", "mount_for_dev"]
+    assert inbox.console.__all__ == ["create_app"]
     assert all(hasattr(inbox.console, name) for name in inbox.console.__all__)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from inbox.console import mount_for_dev
+from inbox.console._dev import mount_for_dev
 from inbox.console._links import LINK_LIFETIME_SECONDS, LINKS_FILE, DevToken, mint_link
 from inbox.contrib._asgi import create_app as create_receiver
 from tests._commands import REPO, environment, run_inbox

@@ -16,8 +16,8 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from inbox.console import create_app, mount_for_dev
-from inbox.console._dev import with_console
+from inbox.console import create_app
+from inbox.console._dev import mount_for_dev, with_console
 from inbox.console._passwords import verify_password
 from inbox.contrib._asgi import create_app as create_receiver
 from tests._commands import REPO, environment, run_inbox

@@ -14,7 +14,6 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-import processors
 from inbox import Settings, queries
 from inbox.testing import deliver, signed_request
 from processors import Event, Retry, Router
@@ -220,7 +219,7 @@ def test_a_replay_is_a_span_of_its_own_linked_to_the_receipt(
         await conn.execute("select 1")
 
     drain(db_url, router)
-    run = processors.replay(db_url, reason="the handler was fixed", ids=[event_id])
+    run = queries.replay(db_url, reason="the handler was fixed", ids=[event_id])
     drain(db_url, router)
     first, replayed = sorted(spans.named("process sw"), key=lambda span: span.start_time or 0)
     assert_linked_to(first, receipt)

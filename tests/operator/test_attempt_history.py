@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from processors import Event, Router, retry_dead
+from inbox.queries import retry_dead
+from processors import Event, Router
 from tests._wait import scalar
 from tests.operator._support import inbox
 from tests.processors._support import run_until_empty, run_worker_until, settings, write_events

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from inbox import RefusedError
-from inbox.queries import EventFilter
-from processors import Event, Router, replay, replay_runs, retry_dead
+from inbox.queries import EventFilter, replay, replay_runs, retry_dead
+from processors import Event, Router
 from tests._wait import rows, scalar
 from tests.operator._support import create_effects, inbox
 from tests.processors._support import (

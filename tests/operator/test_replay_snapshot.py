@@ -7,8 +7,7 @@ import psycopg
 import pytest
 
 from inbox import InboxWriter, RefusedError
-from inbox.queries import EventFilter
-from processors import replay, replay_runs, retry_dead
+from inbox.queries import EventFilter, replay, replay_runs, retry_dead
 from tests._wait import scalar
 from tests.operator.test_replay import _settled_once
 

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from inbox import EventNotFoundError, InboxWriter
-from inbox.queries import EventFilter, event, events, status
-from processors import Event, Router, replay
+from inbox.queries import EventFilter, event, events, replay, status
+from processors import Event, Router
 from tests.operator._support import env_for, inbox
 from tests.processors._support import run_until_empty, settings, write_events
 

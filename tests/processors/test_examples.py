@@ -7,7 +7,7 @@ import json
 
 from inbox import InboxWriter
 from inbox._cli.dev.env import apply_sql, examples_schema
-from processors import replay
+from inbox.queries import replay
 from processors.examples.handlers import router
 from processors.testing import run_pending
 from tests._wait import scalar

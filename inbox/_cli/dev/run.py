@@ -92,7 +92,7 @@ def _dev_app(plan: Plan, url: str, base: str) -> tuple[Any, list[tuple[str, str]
     settings = plan.settings
     receiver = create_app(settings, dsn=url)
     try:
-        from inbox.console import mount_for_dev
+        from inbox.console._dev import mount_for_dev
     except ImportError:  # a light install: the receiver and worker still run
         return receiver, [("console", f"needs the console extra: {install_command('console')}")]
     new_link = f"{inbox_command(plan.banner_config)} console link"
