@@ -37,7 +37,7 @@ def postgres_server() -> Iterator[tuple[str, str]]:
     if url:
         yield url, "INBOX_BENCH_DATABASE_URL"
         return
-    from inbox._core.embedded import EmbeddedPostgres
+    from inbox._core.runtime.embedded import EmbeddedPostgres
 
     with tempfile.TemporaryDirectory(prefix="inbox-bench-") as tmp:
         server = EmbeddedPostgres(Path(tmp))

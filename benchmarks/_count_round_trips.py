@@ -19,7 +19,7 @@ import psycopg
 
 from benchmarks import _apps
 from inbox._cli.logs import configure_logging
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
 from processors import Worker
 
 COUNTS: collections.Counter[str] = collections.Counter()

@@ -29,7 +29,7 @@ import psycopg
 
 from benchmarks._common import DIRECT, REPO, Route, child_env
 from benchmarks._http_load import SECRET, SOURCE
-from inbox._core.settings import DatabaseSettings
+from inbox._core.config.settings import DatabaseSettings
 
 STOP_SECONDS = 30.0
 HANDWRITTEN_APP = "hand-written receiver"

@@ -23,7 +23,7 @@ import psycopg
 from benchmarks._apps import BUSINESS_TABLE_DDL
 from benchmarks._common import DIRECT, REPO, Route, child_env, fetch_one
 from benchmarks._loading import analyze, load_inbox_backlog
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.testing import create_database, drop_database
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_worker.py"

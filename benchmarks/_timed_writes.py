@@ -76,7 +76,7 @@ def timed_writes(url: str, threads: int, warmup: float, duration: float) -> dict
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["migrate"] and len(argv) == 2:
-        from inbox._core import migrate
+        from inbox._core.database import migrate
 
         migrate.upgrade(argv[1])
         return 0

@@ -42,7 +42,7 @@ from benchmarks._common import (
 )
 from benchmarks._report_frame import Report, command_parser
 from inbox import queries
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.queries import EventFilter
 from inbox.testing import new_database
 
@@ -302,7 +302,7 @@ def page_timings(
     try:
         import httpx
 
-        from inbox._core.settings import Settings
+        from inbox._core.config.settings import Settings
         from inbox.console import create_app
     except ImportError:
         return None

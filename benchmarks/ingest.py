@@ -47,7 +47,7 @@ from benchmarks._pgbench import find_pgbench, pgbench_script, pgbench_version, r
 from benchmarks._report_frame import Driver
 from benchmarks._wakeups import APP_NAME, Listener
 from inbox import AsyncInboxWriter, InboxWriter
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.testing import create_database, drop_database, new_database
 
 WRITER_CONFIGS = (

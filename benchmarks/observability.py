@@ -25,7 +25,7 @@ import psycopg
 
 from benchmarks._common import child_env, median
 from benchmarks._report_frame import Driver
-from inbox._core import migrate
+from inbox._core.database import migrate
 from inbox._core.sql import load_queries
 from inbox.testing import new_database
 

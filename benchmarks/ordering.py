@@ -169,7 +169,7 @@ class OrderingResult:
 
 def measure(server: str, args: argparse.Namespace, logs: Path) -> OrderingResult:
     """The three cells, ``--runs`` times each, interleaved, a fresh database per run."""
-    from inbox._core import migrate
+    from inbox._core.database import migrate
 
     cells = [
         Cell("unordered", 0, args.backlog),

@@ -56,7 +56,7 @@ from benchmarks._servers import (
     noop_endpoint,
     wsgi,
 )
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.testing import new_database
 
 Post = Callable[[str, Sequence[Request], int], Awaitable[Run]]

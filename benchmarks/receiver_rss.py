@@ -25,7 +25,7 @@ from benchmarks._common import fetch_one
 from benchmarks._http_load import drive_raw, signed_requests
 from benchmarks._report_frame import Driver
 from benchmarks._servers import Served, inbox_serve, process_tree
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.testing import new_database
 
 

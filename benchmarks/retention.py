@@ -43,7 +43,7 @@ import psycopg
 from benchmarks._common import OUT_DIR, median, percentile
 from benchmarks._report_frame import Report, command_parser
 from inbox import AsyncInboxWriter, InboxWriter, queries
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox.testing import new_database
 
 GOAL_PRUNE_SECONDS = 1.0

@@ -23,7 +23,7 @@ from inbox._writing.writer import InboxWriter
 from inbox._writing.writer_async import AsyncInboxWriter
 
 if TYPE_CHECKING:
-    from inbox._core.settings import Settings, SourceSettings, load_settings
+    from inbox._core.config.settings import Settings, SourceSettings, load_settings
     from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource
     from inbox._receiving.metrics import ReceiverMetrics
     from inbox._receiving.receiver import Receiver
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 # Settings pull in pydantic-settings (docs/architecture.md, "What `import inbox` costs"): a
 # writer given its URL never reads them.
 _LAZY = {
-    "Settings": "inbox._core.settings",
-    "SourceSettings": "inbox._core.settings",
-    "load_settings": "inbox._core.settings",
+    "Settings": "inbox._core.config.settings",
+    "SourceSettings": "inbox._core.config.settings",
+    "load_settings": "inbox._core.config.settings",
     "create_app": "inbox.contrib._asgi",
     "ReceiverMetrics": "inbox._receiving.metrics",
     "Receiver": "inbox._receiving.receiver",

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inbox._core.settings import Settings, load_settings
+from inbox._core.config.settings import Settings, load_settings
 from inbox._receiving.delivery import ReceiverResponse
 
 __all__ = [
@@ -75,7 +75,7 @@ def postgres_server(server: str | None = None) -> Iterator[str]:
     if server:
         yield server
         return
-    from inbox._core.embedded import EmbeddedPostgres
+    from inbox._core.runtime.embedded import EmbeddedPostgres
 
     # Not under pytest's tmp_path: on a root machine the server runs as another user, which
     # must traverse the path (pytest keeps its base folder 0700).
@@ -146,7 +146,7 @@ def new_database(
 
 def _migrate(url: str, tables: Sequence[str | Path]) -> None:
     from inbox._cli.dev.env import apply_sql, sql_files
-    from inbox._core import migrate
+    from inbox._core.database import migrate
 
     migrate.upgrade(url)
     apply_sql(url, sql_files(Path(t) for t in tables))

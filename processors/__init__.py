@@ -7,8 +7,8 @@ Replays and dead-letter retries are the operator API's: ``inbox.queries.replay``
 
 from typing import Any
 
+from inbox._core.config.settings import WorkerSettings
 from inbox._core.lazy import load_lazily, own_exports
-from inbox._core.settings import WorkerSettings
 from processors._model.errors import (
     CommitOutcomeUnknownError,
     HandlerLeftTransactionAbortedError,

@@ -13,15 +13,15 @@ from typing import Any
 
 import anyio
 
-from inbox._core.arguments import port, positive_int
-from inbox._core.daemon import daemon_gc, run_daemon_loop
-from inbox._core.db import translate_driver_errors
+from inbox._core.config.settings import Settings
+from inbox._core.database.db import translate_driver_errors
+from inbox._core.database.privileges import require_privileges
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, MigrationError
 from inbox._core.logs import get_logger
-from inbox._core.privileges import require_privileges
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
-from inbox._core.systemd import Notifier, notify
+from inbox._core.runtime.arguments import port, positive_int
+from inbox._core.runtime.daemon import daemon_gc, run_daemon_loop
+from inbox._core.runtime.resolve import database_url
+from inbox._core.runtime.systemd import Notifier, notify
 from processors._model.router import Router
 from processors._worker.health import WorkerHealth
 from processors._worker.metrics import WorkerMetrics
@@ -109,7 +109,7 @@ def _check_schema(url: str, early: _EarlySignals) -> bool:
     A database that does not answer yet is waited for (with backoff), as the running worker
     waits for one that restarts; False when a stop signal came meanwhile.
     """
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     head = _migrate.head_revision()
     delay = 0.1

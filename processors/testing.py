@@ -19,8 +19,8 @@ from typing import Any, LiteralString
 import anyio
 import psycopg
 
-from inbox._core.pooler import PoolerMode
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
+from inbox._core.database.pooler import PoolerMode
 from inbox._core.sql import load_queries
 from processors._model.router import Router
 from processors._worker.metrics import WorkerMetrics

@@ -60,7 +60,7 @@ class RestartablePostgres:
     """An embedded server of a test's own, which the test may crash and start again."""
 
     def __init__(self, base: Path) -> None:
-        from inbox._core.embedded import EmbeddedPostgres
+        from inbox._core.runtime.embedded import EmbeddedPostgres
 
         self._embedded = EmbeddedPostgres(base)
         self.pgdata = base.resolve() / "pgdata"

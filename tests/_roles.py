@@ -20,7 +20,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from inbox._core.roles import PARTS, RoleNames, grant_roles
+from inbox._core.database.roles import PARTS, RoleNames, grant_roles
 
 MODE_VARIABLE = "INBOX_TEST_ROLES"
 

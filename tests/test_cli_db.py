@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from tests._commands import environment, run_inbox
 
 

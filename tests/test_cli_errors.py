@@ -11,7 +11,7 @@ import pytest
 import structlog
 
 from inbox._cli.main import main
-from inbox._core.settings import MAX_BATCH_SIZE
+from inbox._core.config.settings import MAX_BATCH_SIZE
 from tests.operator._support import env_for, inbox
 
 Run = Callable[..., tuple[int, str, str]]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from inbox._cli.main import main
-from inbox._core.extras import install_command
-from inbox._core.settings import load_settings
+from inbox._core.config.settings import load_settings
+from inbox._core.runtime.extras import install_command
 from tests._commands import REPO, environment, run_python
 
 GENERATED = ["inbox.toml", "handlers.py", "schema/001_tables.sql", "test_handlers.py"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from inbox._cli.main import main
-from inbox._core.embedded import running_dev_server
-from inbox._core.runtime import database_url
-from inbox._core.settings import load_settings
+from inbox._core.config.settings import load_settings
+from inbox._core.runtime.embedded import running_dev_server
+from inbox._core.runtime.resolve import database_url
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from inbox._cli.main import build_parser
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
 from tests._pg import RestartablePostgres, restartable_database
 from tests._wait import scalar, wait_for
 from tests.processors._support import create_business_table

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from inbox import EmbeddedPostgresError
-from inbox._core.embedded import EmbeddedPostgres
+from inbox._core.runtime.embedded import EmbeddedPostgres
 
 
 def test_embedded_server_keeps_its_data_and_refuses_a_second_owner(server_dir: Path) -> None:

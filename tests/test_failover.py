@@ -23,8 +23,8 @@ import psycopg
 import pytest
 
 from inbox import Settings
-from inbox._core.outage import describe_server
-from inbox._core.settings import SourceSettings
+from inbox._core.config.settings import SourceSettings
+from inbox._core.database.outage import describe_server
 from inbox._receiving.samples import SampleRequest, build_sample
 from tests._commands import environment, run_inbox
 from tests._standby import StreamingPair, streaming_pair

@@ -11,7 +11,7 @@ import pytest
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox._core.sql import load_queries
 
 SQL_FILES = [

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from alembic import command
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from tests.test_migrations import _revisions
 
 REPO = Path(__file__).resolve().parent.parent

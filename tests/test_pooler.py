@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from inbox import DatabaseUnavailableError, InboxWriter
-from inbox._core.db import translate_driver_errors
-from inbox._core.pooler import behind_pooler, looks_pooled
+from inbox._core.database.db import translate_driver_errors
+from inbox._core.database.pooler import behind_pooler, looks_pooled
 
 
 @pytest.mark.parametrize(

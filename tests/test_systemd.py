@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inbox._core import systemd
+from inbox._core.runtime import systemd
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 import inbox.testing
 import processors.testing
 from inbox import InboxWriter
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
 from processors import Event, Router
 from processors.testing import run_pending, run_until
 from tests._wait import scalar

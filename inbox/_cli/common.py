@@ -1,6 +1,6 @@
 """What the operator commands share: the event filter's options, a listing's page (its
 options and its printing), event tables, confirmation, JSON printing (the argparse number
-types both sides' commands use live in inbox._core.arguments)."""
+types both sides' commands use live in inbox._core.runtime.arguments)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from inbox._cli.logs import say
-from inbox._core.arguments import MAX_BIGINT, port, positive_int
+from inbox._core.config.settings import Settings
 from inbox._core.errors import RefusedError
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
+from inbox._core.runtime.arguments import MAX_BIGINT, port, positive_int
+from inbox._core.runtime.resolve import database_url
 from inbox._operations.models import EventSummary
 from inbox._operations.records import WorkerVersion
 from inbox._operations.selection import EVENT_STATES, EventFilter

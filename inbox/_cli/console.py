@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from inbox._cli.logs import say
+from inbox._core.config.settings import Settings
 from inbox._core.errors import ConfigError
-from inbox._core.settings import Settings
 
 __all__ = ["register"]
 
@@ -52,7 +52,7 @@ def _dev_receiver(state_file: Path, settings: Settings) -> str:
 
 
 def _link(args: argparse.Namespace, settings: Settings) -> int:
-    from inbox._core.embedded import running_dev_server
+    from inbox._core.runtime.embedded import running_dev_server
 
     data_dir = settings.database.data_dir
     running = running_dev_server(data_dir)
@@ -110,8 +110,8 @@ def console_app(settings: Settings, url: str) -> Any:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from inbox._core.privileges import require_privileges
-    from inbox._core.runtime import database_url
+    from inbox._core.database.privileges import require_privileges
+    from inbox._core.runtime.resolve import database_url
 
     host = args.host or settings.console.host
     port = settings.console.port if args.port is None else args.port

@@ -11,9 +11,9 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from inbox._core.config.settings import Settings
 from inbox._core.errors import ConfigError
-from inbox._core.extras import install_command
-from inbox._core.settings import Settings
+from inbox._core.runtime.extras import install_command
 
 __all__ = ["register"]
 

@@ -12,9 +12,9 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import NoReturn
 
 from inbox._cli.logs import configure_logging, say
+from inbox._core.config.settings import Settings, load_settings, settings_file
 from inbox._core.errors import ConfigError, DatabaseUnavailableError, InboxError
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings, load_settings, settings_file
+from inbox._core.runtime.resolve import database_url
 
 __all__ = ["main"]
 
@@ -46,7 +46,7 @@ def _one_line(message: str) -> str:
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     with database_url(settings, say=say) as url:
         _migrate.upgrade(url, args.revision, retention=settings.retention)
@@ -56,7 +56,7 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     with database_url(settings, say=say) as url:
         _migrate.downgrade(url, args.revision)
@@ -66,7 +66,7 @@ def _db_downgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 def _db_current(args: argparse.Namespace, settings: Settings) -> int:
     # alembic is heavy: loaded by the commands that use it
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     with database_url(settings, say=say) as url:
         current = _migrate.current_revision(url)

@@ -24,8 +24,8 @@ from inbox._cli.common import (
     workers_line,
 )
 from inbox._cli.logs import say
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
+from inbox._core.runtime.resolve import database_url
 from inbox._operations.models import Attempt, EventDetail, HeldKey, PrunedPartition, Status
 from inbox._operations.term import Cell, human_duration, paint, relative, table, use_colour
 

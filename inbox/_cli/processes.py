@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from inbox._core.logs import get_logger
-from inbox._core.systemd import notify
+from inbox._core.runtime.systemd import notify
 
 __all__ = ["serve_in_processes"]
 

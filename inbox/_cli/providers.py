@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox._operations.term import Cell, table, use_colour
 from inbox._providers._catalog import catalog, markdown_table
 

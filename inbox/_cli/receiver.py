@@ -22,15 +22,15 @@ from inbox._cli.dev.env import with_dev_secrets
 from inbox._cli.logs import say
 from inbox._cli.processes import serve_in_processes
 from inbox._cli.uvicorn_hooks import http_options
-from inbox._core.daemon import daemon_gc
-from inbox._core.embedded import running_dev_server
+from inbox._core.config.settings import ReceiverSettings, Settings
+from inbox._core.database.privileges import require_privileges
 from inbox._core.errors import ConfigError
-from inbox._core.extras import require_extra
 from inbox._core.logs import get_logger
-from inbox._core.privileges import require_privileges
-from inbox._core.runtime import database_url, where_settings_came_from
-from inbox._core.settings import ReceiverSettings, Settings
-from inbox._core.systemd import Notifier, notify
+from inbox._core.runtime.daemon import daemon_gc
+from inbox._core.runtime.embedded import running_dev_server
+from inbox._core.runtime.extras import require_extra
+from inbox._core.runtime.resolve import database_url, where_settings_came_from
+from inbox._core.runtime.systemd import Notifier, notify
 from inbox._receiving.samples import build_sample
 from inbox.contrib._asgi import create_app
 from inbox.contrib._probes import ReceiverProbes

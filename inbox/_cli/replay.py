@@ -20,9 +20,9 @@ from inbox._cli.common import (
     workers_line,
 )
 from inbox._cli.logs import say
+from inbox._core.config.settings import Settings
 from inbox._core.errors import RefusedError
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
+from inbox._core.runtime.resolve import database_url
 from inbox._operations.replay import ReplayResult, replay, skip_dead
 from inbox._operations.selection import EventFilter
 from inbox._operations.term import Progress

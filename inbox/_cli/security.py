@@ -9,11 +9,11 @@ from typing import Any
 import psycopg
 
 from inbox._cli.logs import say
-from inbox._core.db import translate_driver_errors
+from inbox._core.config.settings import Settings
+from inbox._core.database.db import translate_driver_errors
+from inbox._core.database.roles import PARTS, RoleNames, grant_roles, roles_sql
 from inbox._core.errors import ConfigError
-from inbox._core.roles import PARTS, RoleNames, grant_roles, roles_sql
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
+from inbox._core.runtime.resolve import database_url
 
 __all__ = ["register"]
 
@@ -41,7 +41,7 @@ def _roles(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _config_check(args: argparse.Namespace, settings: Settings) -> int:
-    from inbox._core.secrets import config_report
+    from inbox._core.config.secrets import config_report
     from inbox._receiving.source_config import source_verifier
 
     for source in settings.sources:

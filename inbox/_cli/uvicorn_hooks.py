@@ -32,8 +32,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from inbox._core.config.settings import ReceiverSettings
 from inbox._core.logs import get_logger
-from inbox._core.settings import ReceiverSettings
 
 __all__ = ["HOOKS_ENV", "http_options", "missing"]
 

@@ -28,7 +28,7 @@ each subclass where it is raised; all exported from ``processors``); ``inbox`` n
 it. The worker records a processing error as the
 attempt's ``error_class``; the handler's own exceptions are recorded as they are, and
 ``processors.Retry`` is a request, not an error. Driver (psycopg) errors are translated into
-these at one boundary, ``inbox._core.db``.
+these at one boundary, ``inbox._core.database.db``.
 """
 
 from __future__ import annotations

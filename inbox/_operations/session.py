@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from inbox._core.db import translate_driver_errors
+from inbox._core.database.db import translate_driver_errors
 
 __all__ = ["Db", "connection", "current_actor"]
 

@@ -1,7 +1,7 @@
 """The providers room: one module per provider, each ending with its record (``PROVIDER``,
 a ``Provider``): its verifier and signer, default key and type specs, the sample ``inbox send``
 signs, its reply and handshakes. ``provider(name)`` returns the record; the names are listed
-once, in ``inbox._core.schemes``.
+once, in ``inbox._core.config.schemes``.
 
 Verifiers are pure functions of the raw request, no I/O, no clock.
 
@@ -11,8 +11,8 @@ is for logs and metrics, never for the HTTP caller). ``build_signer`` builds the
 ``Signer`` for ``inbox send`` and tests; ``sign_request`` works for every scheme, including
 Alipay's, whose signature lives in the body.
 
-The schemes are listed in ``inbox._core.schemes``; ``inbox providers`` (``_catalog``) describes
-each from its record, and docs/providers.md holds the same table.
+The schemes are listed in ``inbox._core.config.schemes``; ``inbox providers`` (``_catalog``)
+describes each from its record, and docs/providers.md holds the same table.
 
 May import: the core room only. Never writing: verifying a request and storing it are sides
 that never meet (receiving joins them).

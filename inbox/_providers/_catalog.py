@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inbox._core.schemes import SCHEMES
+from inbox._core.config.schemes import SCHEMES
 
 from ._registry import provider
 

@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from inbox._core.config.specs import Spec
 from inbox._core.errors import VerificationError
-from inbox._core.specs import Spec
 
 from ._base import WebhookRequest, check_timestamp, require_header, require_match
 from ._provider import About, Provider, ProviderConfig

@@ -4,7 +4,7 @@ arguments of one ``build_*`` call (``ProviderConfig``).
 A provider's module (``_stripe``, ``_alipay``, ...) holds its verifier and signer and ends with
 its ``PROVIDER``: how to build both from a source's configuration, where its deliveries carry
 the idempotency key and the event type, the sample ``inbox send`` signs, and what the provider
-expects back (a reply body, a handshake). ``inbox._core.schemes`` names the module.
+expects back (a reply body, a handshake). ``inbox._core.config.schemes`` names the module.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from inbox._core.specs import Spec, parse_spec
+from inbox._core.config.specs import Spec, parse_spec
 
 from ._base import Signer, Verifier, WebhookRequest
 

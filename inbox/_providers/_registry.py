@@ -6,7 +6,7 @@ and what is missing; nothing is left to fail on the first real webhook.
 
 A scheme's module is imported when its record is first asked for: a scheme (and
 ``cryptography``, for the asymmetric ones) loads when a source first uses it, never on
-``import inbox``. The names live in ``inbox._core.schemes`` (one line per provider).
+``import inbox``. The names live in ``inbox._core.config.schemes`` (one line per provider).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from types import MappingProxyType
 
-from inbox._core.schemes import PROVIDER_MODULES, SCHEMES
+from inbox._core.config.schemes import PROVIDER_MODULES, SCHEMES
 
 from ._base import BodySigner, Signer, Verifier
 from ._provider import Provider, ProviderConfig

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from inbox._core.specs import Spec, parse_spec
+from inbox._core.config.specs import Spec, parse_spec
 from inbox._providers import WebhookRequest, provider
 from inbox._providers._base import FORM_CONTENT_TYPE, parse_form
 

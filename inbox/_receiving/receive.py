@@ -16,8 +16,8 @@ import time
 from collections.abc import AsyncIterable, Callable, Mapping
 from typing import Any
 
+from inbox._core.config.settings import Settings
 from inbox._core.errors import DatabaseUnavailableError, InvalidWriteError, MigrationError
-from inbox._core.settings import Settings
 from inbox._receiving.delivery import BodyCollector, PendingWrite, ReceiverResponse
 from inbox._receiving.receiver import Receiver
 from inbox._receiving.tracing import traced_receipt, traced_receipt_async

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from inbox._core.config.settings import Settings, SourceSettings
+from inbox._core.database.pooler import pooler_hint
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
-from inbox._core.pooler import pooler_hint
-from inbox._core.settings import Settings, SourceSettings
 from inbox._providers import HandshakeReply, Provider, WebhookRequest, provider
 from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource, json_reply
 from inbox._receiving.extract import Extracted

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from inbox._core.settings import SourceSettings
+from inbox._core.config.settings import SourceSettings
 from inbox._providers import Sample, provider, sign_request
 from inbox._providers._base import FORM_CONTENT_TYPE
 from inbox._receiving.extract import inject

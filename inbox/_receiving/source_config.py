@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
+from inbox._core.config.settings import SourceSettings
 from inbox._core.errors import ConfigError
-from inbox._core.settings import SourceSettings
 from inbox._providers import Signer, Verifier, build_signer, build_verifier, provider
 from inbox._receiving.extract import Extraction, extraction_for
 

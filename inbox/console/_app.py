@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from inbox._core.config.settings import Settings
 from inbox._core.errors import (
     ConfigError,
     DatabaseUnavailableError,
@@ -21,7 +22,6 @@ from inbox._core.errors import (
     ReplayNotFoundError,
 )
 from inbox._core.logs import get_logger
-from inbox._core.settings import Settings
 from inbox.console import _actions, _login, _pages
 from inbox.console._limits import LoginLimiter
 from inbox.console._links import DevToken

@@ -9,8 +9,8 @@ from typing import Literal
 
 from starlette.requests import HTTPConnection
 
+from inbox._core.config.settings import ConsoleSettings
 from inbox._core.logs import get_logger
-from inbox._core.settings import ConsoleSettings
 from inbox._operations.console_sessions import credential_digest
 from inbox.console import _api
 from inbox.console._passwords import verify_password

@@ -11,7 +11,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox.console._app import build_app
 from inbox.console._links import NEW_LINK_COMMAND, DevToken
 from inbox.console._web import Console

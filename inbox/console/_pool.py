@@ -16,9 +16,9 @@ import anyio
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from inbox._core.db import translate_driver_errors
-from inbox._core.pooler import behind_pooler, connect_kwargs
-from inbox._core.settings import DatabaseSettings
+from inbox._core.config.settings import DatabaseSettings
+from inbox._core.database.db import translate_driver_errors
+from inbox._core.database.pooler import behind_pooler, connect_kwargs
 
 __all__ = ["ConsolePool"]
 

@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox.console._auth import Principal, current_principal
 from inbox.console._limits import LoginLimiter
 from inbox.console._links import DevToken

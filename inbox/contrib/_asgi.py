@@ -22,10 +22,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from inbox._core.config.settings import Settings
+from inbox._core.database.outage import Outage
 from inbox._core.errors import ConfigError, InboxError
 from inbox._core.logs import get_logger
-from inbox._core.outage import Outage
-from inbox._core.settings import Settings
 from inbox._receiving.delivery import normalise_headers
 from inbox._receiving.receive import receive_async, receiver_writer_kwargs
 from inbox._receiving.receiver import Receiver

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from inbox._core.database.pool_care import RECONNECT_SECONDS
 from inbox._core.errors import InboxError
-from inbox._core.pool_care import RECONNECT_SECONDS
 
 __all__ = ["ReceiverProbes"]
 

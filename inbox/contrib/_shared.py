@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from inbox._core.config.settings import Settings
 from inbox._core.errors import ConfigError
-from inbox._core.settings import Settings
 from inbox._receiving.receive import receiver_writer_kwargs
 from inbox._receiving.receiver import Receiver
 from inbox._writing.writer import InboxWriter

@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox._receiving.delivery import normalise_headers
 from inbox._receiving.receive import receive
 from inbox._receiving.receiver import Receiver

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox._receiving.delivery import normalise_headers
 from inbox._receiving.receive import receive
 from inbox._receiving.receiver import Receiver

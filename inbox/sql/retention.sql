@@ -1,5 +1,5 @@
 -- How the log is kept: written by `inbox db upgrade` (the schema's owner) from [retention].
--- Loaded by inbox._core.migrate.
+-- Loaded by inbox._core.database.migrate.
 
 -- name: set_retention
 -- The database enforces what [retention] says: inbox_prune refuses to go under

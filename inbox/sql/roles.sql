@@ -1,5 +1,5 @@
 -- Least privilege: the group roles of `inbox db roles` and exactly what each may do.
--- The role and schema names are identifiers composed in by inbox._core.roles (psycopg.sql),
+-- The role and schema names are identifiers composed in by inbox._core.database.roles (psycopg.sql),
 -- written here as {owner}, {receiver}, {worker}, {operator}, {retention}, {schema}; the
 -- role names also appear as literals ({owner_name}, ...) where a DO block needs them.
 -- Every statement is idempotent: re-running it grants nothing new and fails on nothing.

@@ -12,7 +12,7 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.rows import tuple_row
 
-from inbox._core.pooler import settings_statement
+from inbox._core.database.pooler import settings_statement
 from inbox._core.sql import load_queries
 from processors._claiming.cursor import START, Claim, Position, claim_params
 from processors._claiming.rows import claim_cursor, claimed_event

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
 
 __all__ = ["Verdict", "WorkerHealth", "stuck_after_seconds"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import psycopg
 
+from inbox._core.database.outage import Outage
 from inbox._core.logs import get_logger
-from inbox._core.outage import Outage
 from inbox._core.sql import NOTIFY_CHANNEL
 from processors._model.decide import reconnect_delay
 from processors._worker.metrics import WorkerMetrics

@@ -22,9 +22,9 @@ import psycopg
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from inbox._core.database.outage import Outage
+from inbox._core.database.pooler import settings_statement
 from inbox._core.logs import get_logger
-from inbox._core.outage import Outage
-from inbox._core.pooler import settings_statement
 from inbox._core.sql import load_queries
 
 __all__ = ["QueueGauges"]

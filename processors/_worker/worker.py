@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 import psycopg
 
+from inbox._core.config.settings import WorkerSettings
+from inbox._core.database.outage import Outage, describe_server
+from inbox._core.database.pooler import PoolerMode, behind_pooler, connect_kwargs
 from inbox._core.logs import get_logger
-from inbox._core.outage import Outage, describe_server
-from inbox._core.pooler import PoolerMode, behind_pooler, connect_kwargs
-from inbox._core.settings import WorkerSettings
 from processors._claiming.cursor import ClaimCursor
 from processors._claiming.gate import SuspectGate
 from processors._claiming.store import SessionLimits, WorkStore, release_busy
@@ -67,7 +67,7 @@ class Worker:
     events they have not started are released unrun) and commit, within ``grace_seconds``;
     past that, they are cancelled and roll back whole.
 
-    ``pooler`` says whether ``dsn`` goes through a transaction pooler (inbox._core.pooler):
+    ``pooler`` says whether ``dsn`` goes through a transaction pooler (inbox._core.database.pooler):
     if so, no statement is prepared, the session limits are set in each claim transaction,
     and the listener connects to ``listen_dsn`` (a direct URL), or the worker only polls.
     ``connect_timeout_seconds`` bounds each connection attempt (per host).

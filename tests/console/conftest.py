@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox.console import create_app
 from inbox.console._passwords import hash_password
 from inbox.testing import new_database

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from starlette.testclient import TestClient
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from inbox.console import create_app
 from inbox.console._passwords import hash_password
 from tests._wait import scalar

@@ -8,7 +8,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from inbox._core import migrate as _migrate
+from inbox._core.database import migrate as _migrate
 from inbox._operations.replay import replay, replay_runs, retry_dead
 from inbox.queries import prune
 from tests._wait import rows, scalar

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from inbox._core.roles import PARTS
+from inbox._core.database.roles import PARTS
 from tests._pgbouncer import PgBouncer, running_pgbouncer
 from tests._roles import Roles, part_url
 from tests.processors.test_faults import workers  # noqa: F401 (a fixture, here too)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inbox._core.roles import PARTS
+from inbox._core.database.roles import PARTS
 from tests._pgbouncer import PgBouncer, running_pgbouncer
 from tests._roles import Roles
 from tests.processors import test_faults

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from inbox import InboxWriter
-from inbox._core.settings import WorkerSettings
+from inbox._core.config.settings import WorkerSettings
 from processors import Event, Router, WorkerMetrics
 from processors.testing import run_until
 from tests._wait import scalar

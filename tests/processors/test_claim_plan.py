@@ -96,7 +96,7 @@ def test_the_claim_walks_the_partial_index(db_url: str, worker_url: str) -> None
 def test_the_claim_costs_the_same_with_a_hundred_times_more_history(
     db_url: str, empty_db_url: str
 ) -> None:
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     _migrate.upgrade(empty_db_url)
     _load(db_url, history=1_000)

@@ -87,7 +87,7 @@ def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
     touches them)."""
     import json
 
-    from inbox._core.daemon import DAEMON_GC_THRESHOLDS
+    from inbox._core.runtime.daemon import DAEMON_GC_THRESHOLDS
     from tests._wait import wait_for
     from tests.processors._procs import WorkerProcess
     from tests.processors._support import write_events
@@ -120,9 +120,9 @@ def test_the_worker_process_serves_with_the_daemons_collector_and_loop(
 def test_a_loop_that_is_not_installed_is_refused_with_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from inbox._core.daemon import run_daemon_loop
     from inbox._core.errors import ConfigError
-    from inbox._core.extras import install_command
+    from inbox._core.runtime.daemon import run_daemon_loop
+    from inbox._core.runtime.extras import install_command
 
     async def never() -> None:
         raise AssertionError("ran without its loop")
@@ -140,7 +140,7 @@ def test_auto_takes_asyncios_loop_where_uvloop_is_not_installed(
 ) -> None:
     import asyncio
 
-    from inbox._core.daemon import run_daemon_loop
+    from inbox._core.runtime.daemon import run_daemon_loop
 
     async def loop_module() -> str:
         return type(asyncio.get_running_loop()).__module__

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from inbox import ConfigError, Settings
-from inbox._core.schemes import SCHEMES
+from inbox._core.config.schemes import SCHEMES
 from inbox._providers import WebhookRequest, provider
 from inbox._receiving.extract import Spec, extraction_for, inject, parse_spec
 from tests._commands import REPO

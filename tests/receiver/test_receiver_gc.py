@@ -9,7 +9,7 @@ import pytest
 import uvicorn
 
 from inbox._cli import receiver
-from inbox._core.daemon import DAEMON_GC_THRESHOLDS
+from inbox._core.runtime.daemon import DAEMON_GC_THRESHOLDS
 
 
 def test_serving_runs_with_the_receivers_thresholds_and_restores_the_previous_ones(

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inbox._core.outage import Outage, describe_server
+from inbox._core.database.outage import Outage, describe_server
 from tests._commands import start_serve, status_of
 from tests._wait import wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
 from tests._wait import wait_for
 from tests.receiver.conftest import RsaPair, event_rows, signed
 from tests.receiver.test_receiver_cli import wait_until_healthy, write_config

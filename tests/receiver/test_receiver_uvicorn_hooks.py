@@ -18,7 +18,7 @@ from uvicorn.server import ServerState
 
 from inbox._cli import uvicorn_hooks
 from inbox._cli.http_limits import _LimitedHttpToolsProtocol
-from inbox._core.settings import ReceiverSettings
+from inbox._core.config.settings import ReceiverSettings
 from tests.receiver.conftest import RsaPair
 from tests.receiver.test_receiver_cli import serving
 from tests.receiver.test_receiver_limits import (

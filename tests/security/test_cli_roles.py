@@ -8,7 +8,7 @@ import uuid
 import psycopg
 from psycopg import sql
 
-from inbox._core.roles import PARTS
+from inbox._core.database.roles import PARTS
 from tests.test_cli_db import _inbox as run_inbox
 
 

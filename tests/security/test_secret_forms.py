@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from inbox._core import secrets
-from inbox._core.masking import mask_password
-from inbox._core.sections import ConsoleSettings, SourceSettings
+from inbox._core.config import secrets
+from inbox._core.config.masking import mask_password
+from inbox._core.config.sections import ConsoleSettings
+from inbox._core.config.sources import SourceSettings
 
 SECRET = "TOP SECRET13"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from inbox._core.database.privileges import NEEDS, missing_privileges, require_privileges
 from inbox._core.errors import ConfigError
-from inbox._core.privileges import NEEDS, missing_privileges, require_privileges
 from tests._commands import environment, run_inbox, start_serve, status_of
 from tests._log import seed_events
 from tests.security.conftest import Roles

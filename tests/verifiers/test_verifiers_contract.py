@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import inbox._providers
+from inbox._core.config.schemes import PROVIDER_MODULES
 from inbox._core.errors import VerificationError
-from inbox._core.schemes import PROVIDER_MODULES
 from inbox._providers import (
     SCHEMES,
     WebhookRequest,
@@ -526,7 +526,7 @@ def test_none_accepts_anything() -> None:
 
 
 def test_each_scheme_is_one_module_ending_with_its_record() -> None:
-    """Adding a provider is its module and one line of inbox._core.schemes: the record is
+    """Adding a provider is its module and one line of inbox._core.config.schemes: the record is
     what receiving, ``inbox send`` and the factories ask."""
     for name in inbox._providers.SCHEMES:
         record = inbox._providers.provider(name)

@@ -16,8 +16,8 @@ import argparse
 from typing import Any
 
 from inbox._cli.dev.env import EXAMPLES_ROUTER
-from inbox._core.arguments import port, positive_int
-from inbox._core.settings import Settings
+from inbox._core.config.settings import Settings
+from inbox._core.runtime.arguments import port, positive_int
 
 __all__ = ["register"]
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from inbox._core.embedded import private_file
+from inbox._core.config.settings import Settings, SourceSettings
 from inbox._core.errors import ConfigError
-from inbox._core.settings import Settings, SourceSettings
+from inbox._core.runtime.embedded import private_file
 from inbox._providers import provider
 
 __all__ = [

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from inbox._core.embedded import DataDirLock, stop_server
+from inbox._core.runtime.embedded import DataDirLock, stop_server
 
 __all__ = ["Guardian", "main"]
 

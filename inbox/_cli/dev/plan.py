@@ -19,8 +19,8 @@ from inbox._cli.dev.env import (
     with_dev_secrets,
     write_demo_config,
 )
+from inbox._core.config.settings import DEFAULT_CONFIG_PATH, Settings, load_settings, settings_file
 from inbox._core.errors import ConfigError
-from inbox._core.settings import DEFAULT_CONFIG_PATH, Settings, load_settings, settings_file
 
 __all__ = ["Plan", "check_handlers", "inbox_argv", "make_plan"]
 

@@ -26,11 +26,11 @@ from inbox._cli.dev.plan import Plan, check_handlers, make_plan
 from inbox._cli.dev.serve import ReceiverThread, base_url, take_address
 from inbox._cli.dev.worker import DevWorker
 from inbox._cli.logs import say
-from inbox._core.embedded import DataDirLock, announce_dev_server
+from inbox._core.config.settings import Settings
 from inbox._core.errors import ConfigError
-from inbox._core.extras import install_command, require_extra, require_installed
-from inbox._core.runtime import database_url
-from inbox._core.settings import Settings
+from inbox._core.runtime.embedded import DataDirLock, announce_dev_server
+from inbox._core.runtime.extras import install_command, require_extra, require_installed
+from inbox._core.runtime.resolve import database_url
 
 __all__ = ["run_dev"]
 
@@ -185,7 +185,7 @@ def _serve(
     guardian: Guardian,
 ) -> int:
     # alembic is heavy: loaded by the commands that use it
-    from inbox._core import migrate as _migrate
+    from inbox._core.database import migrate as _migrate
 
     _migrate.upgrade(url, retention=plan.settings.retention)
     apply_sql(url, plan.schema)

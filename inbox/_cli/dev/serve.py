@@ -10,8 +10,8 @@ import threading
 from typing import Any
 
 from inbox._cli.receiver import receiver_config
+from inbox._core.config.settings import ReceiverSettings
 from inbox._core.errors import ConfigError
-from inbox._core.settings import ReceiverSettings
 
 __all__ = ["ReceiverThread", "base_url", "take_address"]
 

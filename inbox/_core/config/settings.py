@@ -3,7 +3,7 @@
 The file is found from ``--config``, else ``INBOX_CONFIG``, else ``./inbox.toml`` (optional).
 Nested keys use ``__`` in the environment: ``INBOX_WORKER__MAX_ATTEMPTS=5``.
 
-This module composes the sections (``inbox._core.sections``: one model per table of the
+This module composes the sections (``inbox._core.config.sections``: one model per table of the
 file, each value's checks) into ``Settings`` and loads it; the other parts import the
 sections they use from here.
 """
@@ -25,19 +25,19 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from inbox._core.errors import ConfigError
-from inbox._core.secrets import config_error
-from inbox._core.sections import (
+from inbox._core.config.secrets import config_error
+from inbox._core.config.sections import (
     MAX_BATCH_SIZE,
     AppSettings,
     ConsoleSettings,
     DatabaseSettings,
     ReceiverSettings,
     RetentionSettings,
-    SourceSettings,
     WorkerSettings,
     require_unique,
 )
+from inbox._core.config.sources import SourceSettings
+from inbox._core.errors import ConfigError
 
 # With Settings, the sections the other parts take from here (the rest are only its fields).
 __all__ = [
@@ -66,7 +66,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
-        hide_input_in_errors=True,  # as the sections' (inbox._core.sections._Section)
+        hide_input_in_errors=True,  # as the sections' (sections.Section)
     )
 
     database: DatabaseSettings = DatabaseSettings()

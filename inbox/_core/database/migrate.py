@@ -13,10 +13,10 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 
 from alembic import command
-from inbox._core.db import translate_driver_errors
+from inbox._core.config.masking import mask_password
+from inbox._core.config.sections import RetentionSettings
+from inbox._core.database.db import translate_driver_errors
 from inbox._core.errors import DatabaseUnavailableError, MigrationError
-from inbox._core.masking import mask_password
-from inbox._core.sections import RetentionSettings
 from inbox._core.sql import load_queries
 
 __all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
@@ -25,7 +25,7 @@ __all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
 def _script_location() -> Path:
     # An installed wheel carries the migrations inside the package (see pyproject's
     # force-include); a source checkout has them at the top level.
-    package = Path(__file__).resolve().parent.parent  # inbox/, above this core room
+    package = Path(__file__).resolve().parents[2]  # inbox/, above the core's database room
     for candidate in (package / "_alembic", package.parent / "alembic"):
         if (candidate / "env.py").exists():
             return candidate
@@ -42,7 +42,7 @@ def _config(url: str, stdout: io.StringIO | None = None) -> Config:
 
 @contextmanager
 def _translated(action: str) -> Iterator[None]:
-    """alembic's and SQLAlchemy's errors, as pg-inbox's (psycopg's: ``inbox._core.db``)."""
+    """alembic's and SQLAlchemy's errors, as pg-inbox's (psycopg's: ``inbox._core.database.db``)."""
     try:
         with translate_driver_errors(action):
             yield

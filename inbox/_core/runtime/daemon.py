@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from inbox._core.extras import require_extra
+from inbox._core.runtime.extras import require_extra
 
 __all__ = ["DAEMON_GC_THRESHOLDS", "daemon_gc", "run_daemon_loop"]
 

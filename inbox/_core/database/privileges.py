@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from inbox._core.db import translate_driver_errors
+from inbox._core.database.db import translate_driver_errors
 from inbox._core.errors import ConfigError, DatabaseUnavailableError
 from inbox._core.logs import get_logger
 from inbox._core.sql import load_queries

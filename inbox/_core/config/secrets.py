@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
+from inbox._core.config.masking import mask_password
 from inbox._core.errors import ConfigError
 from inbox._core.logs import get_logger
-from inbox._core.masking import mask_password
 
 __all__ = [
     "REDACTED",
@@ -155,7 +155,7 @@ def config_report(dumped: Mapping[str, Any], path: Path | None) -> list[tuple[st
     ]
 
 
-# The settings' error boundary (inbox._core.settings.load_settings).
+# The settings' error boundary (inbox._core.config.settings.load_settings).
 
 
 def _error_origin(loc: tuple[int | str, ...], path: Path | None) -> str:

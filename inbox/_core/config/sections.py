@@ -1,32 +1,29 @@
 """The sections of the settings: one pydantic model per table of ``inbox.toml``
-(``[database]``, each ``[[sources]]`` entry, ``[worker]``, ``[receiver]``, ``[retention]``,
-``[app]``, ``[console]`` and its ``[[console.users]]``), with each value's checks.
+(``[database]``, ``[worker]``, ``[receiver]``, ``[retention]``, ``[app]``, ``[console]`` and
+its ``[[console.users]]``; each ``[[sources]]`` entry is ``sources``'), with each value's
+checks.
 
-``inbox._core.settings`` composes them into ``Settings`` and loads it (file, environment),
-and re-exports the sections the other parts use: they import them from there.
+``settings`` composes them into ``Settings`` and loads it (file, environment), and re-exports
+the sections the other parts use: they import them from there.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     IPvAnyNetwork,
     SecretStr,
     field_validator,
-    model_validator,
 )
 
+from inbox._core.config.secrets import mask_password, warn_if_readable_by_others
 from inbox._core.errors import ConfigError
-from inbox._core.schemes import SCHEMES
-from inbox._core.secrets import mask_password, warn_if_readable_by_others
-from inbox._core.specs import parse_spec
 
 __all__ = [
     "MAX_BATCH_SIZE",
@@ -36,7 +33,7 @@ __all__ = [
     "DatabaseSettings",
     "ReceiverSettings",
     "RetentionSettings",
-    "SourceSettings",
+    "Section",
     "WorkerSettings",
     "require_unique",
 ]
@@ -49,17 +46,6 @@ __all__ = [
 MAX_BATCH_SIZE = 256
 
 
-def _known_verifier(name: str) -> str:
-    # The registry of providers (one line each) decides, not a list kept here as well.
-    if name not in SCHEMES:
-        known = ", ".join(repr(s) for s in SCHEMES)
-        raise ValueError(f"unknown verifier {name!r}; expected one of: {known}")
-    return name
-
-
-VerifierName = Annotated[str, AfterValidator(_known_verifier)]
-
-
 def require_unique(kind: str, names: list[str]) -> None:
     """Refuse a list of named entries (sources, users) in which a name repeats."""
     duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -67,13 +53,15 @@ def require_unique(kind: str, names: list[str]) -> None:
         raise ValueError(f"{kind} names must be unique; repeated: {', '.join(duplicated)}")
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """What every section is: no unknown keys, frozen, and no input echoed in an error."""
+
     # A ValidationError's text never carries the values given (a secret of the wrong type
     # would be echoed): the one message users see is secrets.config_error's, which redacts them.
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
-class DatabaseSettings(_Section):
+class DatabaseSettings(Section):
     """Where PostgreSQL is. With no ``url``, the embedded server is started in ``data_dir``."""
 
     url: str | None = None
@@ -91,7 +79,7 @@ class DatabaseSettings(_Section):
     # sends it inside the writing transaction, which serialises commits under concurrency.
     notify: Literal["after_commit", "in_transaction", "off"] = "after_commit"
     notify_interval_seconds: float = Field(default=0.01, ge=0)
-    # What is between the parts and PostgreSQL (inbox._core.pooler, docs/deploy.md):
+    # What is between the parts and PostgreSQL (inbox._core.database.pooler, docs/deploy.md):
     # "transaction" for a transaction pooler (PgBouncer, Supabase's or Neon's pooled URL, RDS
     # Proxy); "auto" takes a URL on port 6432 or 6543, or a host named "...pooler..." or
     # "...proxy-...", for one.
@@ -135,103 +123,7 @@ class DatabaseSettings(_Section):
         return value
 
 
-class SourceSettings(_Section):
-    """One webhook source: ``POST /webhooks/{name}``, verified by ``verifier``."""
-
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
-    verifier: VerifierName
-    secrets: list[SecretStr] = Field(default_factory=list)
-    secrets_env: str | None = None
-    # A mounted secret (docs/security.md): one per line, or comma-separated.
-    secrets_file: Path | None = None
-    public_keys: list[str] | dict[str, str] = Field(default_factory=list)
-    tolerance_seconds: int = Field(default=300, ge=0)
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
-    public_url: str | None = None
-    # Override of where the idempotency key / event type come from:
-    # "header:<name>", "json:<json-pointer>", "form:<field>", or "body-sha256".
-    key_from: str | None = None
-    type_from: str | None = None
-    # Scheme-specific settings, e.g. the `hmac` recipe (header, algorithm, encoding, ...).
-    options: dict[str, Any] = Field(default_factory=dict)
-    # Signing side, for `inbox send` only (the receiver never needs them): the private key of
-    # an asymmetric scheme (alipay, wechatpay: PEM; standard-webhooks v1a: whsk_), inline or
-    # read from the environment, and a sample payload (a JSON object, or the form's fields)
-    # into which `inbox send` puts a fresh key and the event type.
-    private_key: SecretStr | None = None
-    private_key_env: str | None = None
-    sample: dict[str, Any] | None = None
-    # Ordered processing (docs/ordering.md): events with the same value of `ordering_key`
-    # (a spec, as key_from) run one at a time, in the order of `order_by` (a spec of a
-    # provider timestamp; arrival when unset, and arrival breaks ties); `on_dead` says
-    # whether a dead letter holds its key's followers ("hold") or lets them go on.
-    ordering_key: str | None = None
-    order_by: str | None = None
-    on_dead: Literal["hold", "continue"] | None = None
-
-    @field_validator("key_from", "type_from")
-    @classmethod
-    def _valid_spec(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_spec(value)  # raises ValueError with the accepted forms
-        return value
-
-    @model_validator(mode="after")
-    def _valid_ordering(self) -> SourceSettings:
-        # Here rather than in a field validator, so the message names the source: a list
-        # entry's location is only its index.
-        for field in ("ordering_key", "order_by"):
-            value = getattr(self, field)
-            if value is None:
-                continue
-            try:
-                spec = parse_spec(value)
-            except ValueError as exc:
-                raise ValueError(f"source {self.name!r}, {field}: {exc}") from None
-            if spec.kind == "body-sha256":
-                raise ValueError(
-                    f"source {self.name!r}, {field} = {value!r}: the body's hash differs for"
-                    " every event, so it cannot order them; use header:, json: or form:"
-                )
-        if self.ordering_key is None:
-            for field in ("order_by", "on_dead"):
-                if getattr(self, field) is not None:
-                    raise ValueError(
-                        f"source {self.name!r}, {field}: applies to ordered sources only;"
-                        ' set ordering_key too (say, ordering_key = "json:/data/object/id")'
-                    )
-        return self
-
-    @property
-    def dead_policy(self) -> Literal["hold", "continue"] | None:
-        """What a dead letter does to its key: None for an unordered source."""
-        if self.ordering_key is None:
-            return None
-        return self.on_dead or "hold"
-
-    def secret_values(self) -> list[str]:
-        """The active secrets: those in the file, then a comma-separated ``secrets_env``,
-        then those of ``secrets_file``."""
-        values = [s.get_secret_value() for s in self.secrets]
-        if self.secrets_env:
-            from_env = os.environ.get(self.secrets_env, "")
-            values.extend(v.strip() for v in from_env.split(",") if v.strip())
-        if self.secrets_file:
-            from inbox._core.secrets import read_secrets_file
-
-            values.extend(read_secrets_file(self.secrets_file, self.name))
-        return values
-
-    def private_key_value(self) -> str | None:
-        """The signing key: the one in the file, else the ``private_key_env`` variable."""
-        if self.private_key is not None:
-            return self.private_key.get_secret_value()
-        if self.private_key_env:
-            return os.environ.get(self.private_key_env) or None
-        return None
-
-
-class WorkerSettings(_Section):
+class WorkerSettings(Section):
     """The ``[worker]`` table: how a worker claims, runs, retries and gives up on events
     (docs/processing.md). ``Worker`` and ``processors.testing`` take one."""
 
@@ -253,7 +145,7 @@ class WorkerSettings(_Section):
     # one info line per committed batch (`batch_processed`: outcome counts, sources,
     # duration); "event", one line per processed event (`event_processed`); "none".
     log_events: Literal["batch", "event", "none"] = "batch"
-    # The event loop of `inbox worker` (inbox._core.daemon): "auto", uvloop where it is
+    # The event loop of `inbox worker` (inbox._core.runtime.daemon): "auto", uvloop where it is
     # installed, else asyncio's own; "asyncio" for handlers whose libraries need it.
     event_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
 
@@ -268,7 +160,7 @@ class WorkerSettings(_Section):
         return value
 
 
-class ReceiverSettings(_Section):
+class ReceiverSettings(Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     redact_headers: list[str] = Field(
@@ -286,7 +178,7 @@ class ReceiverSettings(_Section):
     max_connections: int = Field(default=1000, ge=1)
 
 
-class AppSettings(_Section):
+class AppSettings(Section):
     """Your application: the handlers ``inbox dev`` (and ``inbox worker`` without ``--app``)
     run, and your own tables, which ``inbox dev`` creates after pg-inbox's migrations."""
 
@@ -303,7 +195,7 @@ class AppSettings(_Section):
     version: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-class RetentionSettings(_Section):
+class RetentionSettings(Section):
     # `inbox prune` refuses to remove events younger than this: a pruned event can no longer
     # be inspected or replayed (its key stays in inbox_keys, so dedupe is unaffected). The
     # database enforces it, as `inbox db upgrade` last set it.
@@ -316,7 +208,7 @@ class RetentionSettings(_Section):
     keys_days: float | None = Field(default=None, ge=1.0)
 
 
-class ConsoleUser(_Section):
+class ConsoleUser(Section):
     """One ``[[console.users]]`` entry. ``password_hash`` comes from ``inbox console
     hash-password``; a user without one can only sign in through the trusted header (the
     entry then only gives that SSO user a role)."""
@@ -357,7 +249,7 @@ _CREDENTIAL_HEADERS = (
 )
 
 
-class ConsoleSettings(_Section):
+class ConsoleSettings(Section):
     """The operator console (``inbox console``; ``/console`` in ``inbox serve`` when
     ``enabled``)."""
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from inbox._core.embedded import DataDirLock, EmbeddedPostgres, running_dev_server
+from inbox._core.config.settings import Settings
 from inbox._core.errors import ConfigError
 from inbox._core.logs import get_logger
-from inbox._core.settings import Settings
+from inbox._core.runtime.embedded import DataDirLock, EmbeddedPostgres, running_dev_server
 
 __all__ = ["database_url", "where_settings_came_from"]
 
