@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypedDict, TypeVar, get_args
 
-from inbox._core.errors import InboxError, MigrationError
-from inbox._core.logs import get_logger
-from inbox._core.pooler import (
+from inbox._core.database.pooler import (
     PoolerMode,
     behind_pooler,
     connect_kwargs,
     settings_statement,
     startup_options,
 )
+from inbox._core.errors import InboxError, MigrationError
+from inbox._core.logs import get_logger
 from inbox._core.tracing import current_trace_context
 from inbox._writing.plan import (
     MAX_WRITE_ROUNDS,
@@ -110,7 +110,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
     Give it a connection string (the writer then owns a pool of autocommit connections) or a
     ``pool=`` of your own, not both. ``connection_kwargs`` go to every connection of an owned
     pool (``connect_timeout``, ...). ``statement_timeout_seconds`` bounds each write on the
-    server. ``pooler`` ("auto", "none", "transaction"; ``inbox._core.pooler``) says whether
+    server. ``pooler`` ("auto", "none", "transaction"; ``inbox._core.database.pooler``) says whether
     the URL reaches PostgreSQL through a transaction pooler: if so, the owned pool prepares
     no statements and sets the timeout per transaction instead of at connection.
 

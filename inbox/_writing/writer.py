@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from inbox._core.db import translate_driver_errors
+from inbox._core.database.db import translate_driver_errors
 from inbox._core.errors import InboxError
 from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
 from inbox._writing.plan import (
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from inbox._core.pool_care import PoolCare
+    from inbox._core.database.pool_care import PoolCare
 
 __all__ = ["InboxWriter"]
 
@@ -59,7 +59,7 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> ConnectionPool:
         from psycopg_pool import ConnectionPool
 
-        from inbox._core.pool_care import PoolCare
+        from inbox._core.database.pool_care import PoolCare
 
         self._care = PoolCare(dsn, options["kwargs"])
         pool = ConnectionPool(dsn, open=False, **options, **self._care.options())

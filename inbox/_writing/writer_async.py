@@ -13,7 +13,7 @@ from collections.abc import Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from inbox._core.db import translate_driver_errors
+from inbox._core.database.db import translate_driver_errors
 from inbox._writing.base import WriterBase, log, rounds_exhausted, write_rounds
 from inbox._writing.plan import (
     NOTIFY_WORK,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
-    from inbox._core.pool_care import AsyncPoolCare
+    from inbox._core.database.pool_care import AsyncPoolCare
 
 __all__ = ["AsyncInboxWriter"]
 
@@ -61,7 +61,7 @@ class AsyncInboxWriter(
     def _make_pool(self, dsn: str, options: dict[str, Any]) -> AsyncConnectionPool:
         from psycopg_pool import AsyncConnectionPool
 
-        from inbox._core.pool_care import AsyncPoolCare
+        from inbox._core.database.pool_care import AsyncPoolCare
 
         self._care = AsyncPoolCare(dsn, options["kwargs"])
         pool = AsyncConnectionPool(dsn, open=False, **options, **self._care.options())
