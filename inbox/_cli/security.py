@@ -42,10 +42,11 @@ def _roles(args: argparse.Namespace, settings: Settings) -> int:
 
 def _config_check(args: argparse.Namespace, settings: Settings) -> int:
     from inbox._core.config.secrets import config_report
-    from inbox._receiving.source_config import source_verifier
+    from inbox._receiving.source_config import source_verifier, source_verify_token
 
     for source in settings.sources:
         source_verifier(source)  # a source that cannot verify is a ConfigError, exit 2
+        source_verify_token(source)  # nor one whose GET handshake cannot find its token
     where = settings.config_file or "no config file"
     print(f"effective configuration ({where}; secrets redacted):")
     for name, value, origin in config_report(settings.model_dump(), settings.config_file):

@@ -22,6 +22,7 @@ from ._base import Signer, Verifier, WebhookRequest
 
 __all__ = [
     "PROOFS",
+    "VERIFY_TOKEN_OPTION",
     "About",
     "HandshakeReply",
     "Proof",
@@ -42,6 +43,12 @@ HandshakeReply = Mapping[str, Any] | str
 # is held by tests/verifiers/test_providers_proofs.py: each level needs its kind of test.
 Proof = Literal["sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a"]
 PROOFS: tuple[Proof, ...] = ("sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a")
+
+
+# The source option naming the environment variable that holds the token of a GET handshake
+# (Meta's hub.verify_token): an option holds no secret, as `inbox config check` prints
+# options whole.
+VERIFY_TOKEN_OPTION = "verify_token_env"  # noqa: S105 -- an option's name, not a token
 
 
 class ProviderConfig:
@@ -215,6 +222,11 @@ class Provider:
     # answers with an HMAC under its secret token): the reply to send, not stored — a mapping
     # is sent as JSON, text as text/plain (Twitch wants its challenge back verbatim).
     handshake: Callable[[WebhookRequest, Sequence[str]], HandshakeReply | None] | None = None
+    # A GET the provider sends, unsigned, to prove the endpoint before any event (WebSub's
+    # hub.challenge, which Meta sends), given the request and the source's verify token
+    # (None when it has none): the text to echo, or None (refused, 403). A source whose
+    # scheme has none answers a GET 405, like any other method but POST.
+    get_handshake: Callable[[WebhookRequest, str | None], str | None] | None = None
     # Accepts anything: the receiver warns at start-up.
     unverified: bool = False
     # The header a source's options take the key from without signing it (the hmac

@@ -76,6 +76,8 @@ class ReceivingSource:
     """None for an unordered source; else what a dead letter does to its key."""
     secrets: Sequence[str] = field(default=(), repr=False)
     """For a handshake that answers with them (Zoom's HMAC of its token)."""
+    verify_token: str | None = field(default=None, repr=False)
+    """What a GET handshake expects (Meta's hub.verify_token); None when there is none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,11 @@ from inbox._providers import HandshakeReply, Provider, WebhookRequest, provider
 from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource, json_reply
 from inbox._receiving.extract import Extracted
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
-from inbox._receiving.source_config import source_extraction, source_verifier
+from inbox._receiving.source_config import (
+    source_extraction,
+    source_verifier,
+    source_verify_token,
+)
 from inbox._writing.plan import MAX_EVENT_TYPE_LENGTH, MAX_ORDERING_KEY_LENGTH, WriteResult
 
 __all__ = ["Receiver"]
@@ -90,6 +94,7 @@ class Receiver:
                 max_body_bytes=source.max_body_bytes,
                 on_dead=source.dead_policy,
                 secrets=tuple(source.secret_values()),
+                verify_token=source_verify_token(source),
             )
             if self._sources[source.name].provider.unverified:
                 log.warning(
@@ -132,6 +137,23 @@ class Receiver:
             "too_large",
             extra={"limit_bytes": source.max_body_bytes},
         )
+
+    def challenge(
+        self, source_name: str, *, url: str, headers: Mapping[str, str]
+    ) -> ReceiverResponse | None:
+        """A GET to a source: its scheme's GET handshake answered (200, text/plain) or
+        refused (403); None when the source is unknown or its scheme has none, for the
+        adapter's 405, as for any method but POST. Nothing is read, nothing stored."""
+        source = self._sources.get(source_name)
+        if source is None or source.provider.get_handshake is None:
+            return None
+        request = WebhookRequest(method="GET", url=url, headers=headers, body=b"")
+        answer = source.provider.get_handshake(request, source.verify_token)
+        if answer is None:
+            # The token itself is never logged: only whether the source has one.
+            reason = "bad_verify_token" if source.verify_token else "no_verify_token"
+            return self._refuse(source.name, 403, reason, "forbidden")
+        return self._handshake(source, answer)
 
     # -- step 3 ---------------------------------------------------------------------------
 

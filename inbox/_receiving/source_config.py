@@ -12,9 +12,10 @@ import os
 from inbox._core.config.settings import SourceSettings
 from inbox._core.errors import ConfigError
 from inbox._providers import Signer, Verifier, build_signer, build_verifier, provider
+from inbox._providers._provider import VERIFY_TOKEN_OPTION
 from inbox._receiving.extract import Extraction, extraction_for
 
-__all__ = ["source_extraction", "source_signer", "source_verifier"]
+__all__ = ["source_extraction", "source_signer", "source_verifier", "source_verify_token"]
 
 
 def _config_error(source: SourceSettings, exc: ValueError) -> ConfigError:
@@ -70,3 +71,25 @@ def source_extraction(source: SourceSettings) -> Extraction:
         ordering_key=source.ordering_key,
         order_by=source.order_by,
     )
+
+
+def source_verify_token(source: SourceSettings) -> str | None:
+    """The token the source's GET handshake expects (Meta's hub.verify_token), read from the
+    environment variable its ``verify_token_env`` option names; None when its scheme has no
+    GET handshake or the option is not set (every subscription is then refused).
+
+    A variable that is unset or empty is a ``ConfigError``: it would refuse them too, silently.
+    """
+    variable = source.options.get(VERIFY_TOKEN_OPTION)
+    if provider(source.verifier).get_handshake is None or not isinstance(variable, str):
+        return None
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        state = "empty" if variable in os.environ else "not set"
+        raise ConfigError(
+            f"source {source.name!r}: {VERIFY_TOKEN_OPTION} = {variable!r}, and the environment"
+            f" variable {variable} is {state}: set it to the verify token entered in the"
+            " provider's dashboard",
+            field=f"sources.{source.name}",
+        )
+    return value

@@ -1,6 +1,7 @@
 """The standalone HTTP receiver: a Starlette app, also mountable in Starlette/FastAPI/Litestar.
 
-``POST /webhooks/{source}``, ``GET /healthz``, ``GET /livez``, ``GET /readyz`` (see
+``POST /webhooks/{source}`` (and ``GET``, for a scheme with a GET handshake: Meta's
+``hub.challenge``), ``GET /healthz``, ``GET /livez``, ``GET /readyz`` (see
 ``inbox.contrib._probes``), ``GET /metrics``. The endpoint only adapts
 the ASGI request and reply to ``inbox._receiving.receive.receive_async``; the rules live in
 ``inbox._receiving.receiver``.
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import URL
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -146,6 +148,23 @@ def create_app(
             )
         return await healthz(request)
 
+    async def subscribe(request: Request) -> Response:
+        # A GET handshake is rare and unsigned: the ordinary Request will do.
+        reply = rules.challenge(
+            request.path_params["source"],
+            url=str(request.url),
+            headers=normalise_headers(request.headers.items()),
+        )
+        if reply is None:
+            # What the router says for a method the route lacks: as before GET was routed.
+            raise HTTPException(405, headers={"Allow": "POST"})
+        return Response(
+            reply.body,
+            status_code=reply.status,
+            media_type=reply.content_type,
+            headers=dict(reply.headers),
+        )
+
     async def metrics(request: Request) -> Response:
         body, content_type = rules.metrics.render()
         return Response(body, media_type=content_type)
@@ -165,6 +184,7 @@ def create_app(
         webhook,
         routes=[
             Route("/webhooks/{source}", webhook, methods=["POST"]),
+            Route("/webhooks/{source}", subscribe, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/livez", livez, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),

@@ -7,17 +7,17 @@
     urlpatterns = [path("webhooks/<str:source>", webhook_view(load_settings()))]
 
 The view is CSRF-exempt (a provider has no CSRF token; the signature is the check), accepts
-only POST, streams the body against the source's limit (Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``
-does not apply: the view never touches ``request.body``) and needs no Django database.
+only POST (and GET for a scheme with a GET handshake: Meta's ``hub.challenge``), streams the
+body against the source's limit (Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` does not apply: the
+view never touches ``request.body``) and needs no Django database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from inbox._core.config.settings import Settings
 from inbox._receiving.delivery import normalise_headers
@@ -43,21 +43,33 @@ def webhook_view(
     slot = SyncWriterSlot(writer, settings)
 
     def view(request: HttpRequest, source: str) -> HttpResponse:
-        reply = receive(
-            rules,
-            slot.get(),
-            source,
-            method=request.method or "POST",
-            url=request.build_absolute_uri(),
-            headers=normalise_headers(request.headers.items()),
-            read=request.read,
-        )
+        headers = normalise_headers(request.headers.items())
+        url = request.build_absolute_uri()
+        if request.method == "POST":
+            reply = receive(
+                rules,
+                slot.get(),
+                source,
+                method="POST",
+                url=url,
+                headers=headers,
+                read=request.read,
+            )
+        else:
+            # A GET only for a scheme with a GET handshake; anything else is the 405 that
+            # require_POST answered.
+            answered = None
+            if request.method == "GET":
+                answered = rules.challenge(source, url=url, headers=headers)
+            if answered is None:
+                return HttpResponseNotAllowed(["POST"])
+            reply = answered
         response = HttpResponse(reply.body, status=reply.status, content_type=reply.content_type)
         for name, value in reply.headers.items():
             response[name] = value
         return response
 
-    # Applied as calls: Django ships no type information, and as decorators they would
-    # make the typed view untyped.
-    exempt: Callable[[HttpRequest, str], HttpResponse] = csrf_exempt(require_POST(view))
+    # Applied as a call: Django ships no type information, and as a decorator it would make
+    # the typed view untyped.
+    exempt: Callable[[HttpRequest, str], HttpResponse] = csrf_exempt(view)
     return exempt

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -17,6 +17,16 @@ SW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 GITHUB_SECRET = "It's a Secret to Everybody"
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 STRIPE_SECRET = "whsec_test_stripe"
+# A Meta source answers the GET subscription with the token in this variable (set it first:
+# the receiver reads it at start-up).
+META_TOKEN_ENV = "INBOX_TEST_META_VERIFY_TOKEN"
+META_TOKEN = "meatyhamhock"
+META_SOURCE: dict[str, Any] = {
+    "name": "meta",
+    "verifier": "meta",
+    "secrets": ["meta-app-secret"],
+    "options": {"verify_token_env": META_TOKEN_ENV},
+}
 
 
 @pytest.fixture(scope="session")
@@ -55,10 +65,12 @@ def source_tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def make_settings(rsa_pair: RsaPair) -> Callable[..., Settings]:
-    def make(db_url: str | None = None, **receiver: Any) -> Settings:
+    def make(
+        db_url: str | None = None, *, sources: Sequence[dict[str, Any]] = (), **receiver: Any
+    ) -> Settings:
         return Settings(
             database={"url": db_url},
-            sources=source_tables(rsa_pair),
+            sources=[*source_tables(rsa_pair), *sources],
             receiver={"write_timeout_seconds": 2.0, **receiver},
         )
 

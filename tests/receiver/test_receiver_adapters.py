@@ -1,7 +1,8 @@
 """Each adapter, run by its real framework's test client against a real PostgreSQL.
 
 They all call the same core, so a handful of cases per adapter shows the wiring: accepted,
-duplicate, 401, 404, 413 while streaming, Alipay's reply, and the headers stored.
+duplicate, 401, 404, 413 while streaming, Alipay's reply, the headers stored, and Meta's GET
+subscription (answered, refused, and a 405 for every other source, as before).
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from inbox import AsyncInboxWriter, InboxWriter, Settings, create_app
-from tests.receiver.conftest import count_events, event_rows, signed
+from tests.receiver.conftest import (
+    META_SOURCE,
+    META_TOKEN,
+    META_TOKEN_ENV,
+    count_events,
+    event_rows,
+    signed,
+)
 
 Make = Callable[..., Settings]
 
@@ -30,8 +38,13 @@ Make = Callable[..., Settings]
 urlpatterns: list[Any] = []  # this module is the test URLconf; each test fills it
 
 
+SUBSCRIBE = "webhooks/meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="
+
+
 @pytest.fixture
-def django_client(make_settings: Make, receiver_url: str) -> Iterator[Any]:
+def django_client(
+    make_settings: Make, receiver_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
     import django
     from django.conf import settings as django_settings
     from django.test import Client
@@ -45,8 +58,9 @@ def django_client(make_settings: Make, receiver_url: str) -> Iterator[Any]:
             ROOT_URLCONF=__name__, ALLOWED_HOSTS=["testserver"], MIDDLEWARE=[], SECRET_KEY="t"
         )
         django.setup()
+    monkeypatch.setenv(META_TOKEN_ENV, META_TOKEN)
     with InboxWriter(receiver_url) as writer:
-        view = webhook_view(make_settings(receiver_url), writer=writer)
+        view = webhook_view(make_settings(receiver_url, sources=[META_SOURCE]), writer=writer)
         urlpatterns[:] = [path("hooks/<str:source>", view)]
         clear_url_caches()
         yield Client()
@@ -90,6 +104,17 @@ def test_django_view_refuses_bad_input(django_client: Any, db_url: str) -> None:
     assert count_events(db_url) == 0
 
 
+def test_django_view_answers_metas_subscription(django_client: Any, db_url: str) -> None:
+    path = "/hooks/" + SUBSCRIBE.removeprefix("webhooks/")
+    answered = django_client.get(path + META_TOKEN)
+    assert (answered.status_code, answered.content) == (200, b"1158201444")
+    assert answered["content-type"].startswith("text/plain")
+    assert django_client.get(path + "guess").status_code == 403
+    for refused in (django_client.get("/hooks/sw"), django_client.put(path + META_TOKEN)):
+        assert (refused.status_code, refused["allow"]) == (405, "POST")
+    assert count_events(db_url) == 0
+
+
 def test_django_view_answers_alipay_with_success(
     django_client: Any, make_settings: Make, db_url: str, receiver_url: str
 ) -> None:
@@ -105,16 +130,18 @@ def test_django_view_answers_alipay_with_success(
 
 
 @pytest.fixture
-def flask_client(make_settings: Make, receiver_url: str) -> Iterator[Any]:
+def flask_client(
+    make_settings: Make, receiver_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
     from flask import Flask
 
     from inbox.contrib.flask import create_blueprint
 
+    monkeypatch.setenv(META_TOKEN_ENV, META_TOKEN)
     app = Flask(__name__)
     with InboxWriter(receiver_url) as writer:
-        app.register_blueprint(
-            create_blueprint(make_settings(receiver_url), writer=writer), url_prefix="/inbox"
-        )
+        settings = make_settings(receiver_url, sources=[META_SOURCE])
+        app.register_blueprint(create_blueprint(settings, writer=writer), url_prefix="/inbox")
         yield app.test_client()
 
 
@@ -154,6 +181,17 @@ def test_flask_blueprint_refuses_bad_input(flask_client: Any, db_url: str) -> No
     )
     assert response.status_code == 413
     assert stream.bytes_read < 200  # the limit is 64: the rest was never read
+    assert count_events(db_url) == 0
+
+
+def test_flask_blueprint_answers_metas_subscription(flask_client: Any, db_url: str) -> None:
+    answered = flask_client.get("/inbox/" + SUBSCRIBE + META_TOKEN)
+    assert (answered.status_code, answered.data) == (200, b"1158201444")
+    assert answered.content_type.startswith("text/plain")
+    assert flask_client.get("/inbox/" + SUBSCRIBE + "guess").status_code == 403
+    refused = flask_client.get("/inbox/webhooks/github")
+    assert (refused.status_code, refused.headers["allow"]) == (405, "POST")
+    assert flask_client.put("/inbox/" + SUBSCRIBE).status_code == 405  # Flask's router's
     assert count_events(db_url) == 0
 
 

@@ -119,6 +119,7 @@ def _cases(
         _secret("standard-webhooks", whsec, other_whsec, STANDARD_HEADERS),
         _secret("stripe", "whsec_stripe_current", "whsec_stripe_other", "stripe-signature"),
         _secret("github", "gh-secret", "gh-other", "x-hub-signature-256"),
+        _secret("meta", "meta-secret", "meta-other", "x-hub-signature-256"),
         _secret("shopify", "shp-secret", "shp-other", "x-shopify-hmac-sha256"),
         _secret(
             "slack", "slack-secret", "slack-other", "x-slack-signature x-slack-request-timestamp"
@@ -200,6 +201,7 @@ CASE_IDS = [
     "standard-webhooks",
     "stripe",
     "github",
+    "meta",
     "shopify",
     "slack",
     "twilio-json",
@@ -456,6 +458,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "zoom",
         "twitch",
         "hubspot",
+        "meta",
     }
 
 

@@ -31,6 +31,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "lemonsqueezy": "inbox._providers._lemonsqueezy",
         "linear": "inbox._providers._linear",
         "mailgun": "inbox._providers._mailgun",
+        "meta": "inbox._providers._meta",
         "mollie": "inbox._providers._mollie",
         "none": "inbox._providers._none",
         "paddle": "inbox._providers._paddle",
