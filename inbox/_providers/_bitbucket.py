@@ -15,17 +15,18 @@ from ._base import Signer, Verifier
 from ._hmac_recipe import parse_recipe, recipe_signer, recipe_verifier
 from ._provider import About, Provider, ProviderConfig, Sample, dev_token, specs
 
-__all__: list[str] = []
+__all__ = ["HUB_SHA256"]
 
-_RECIPE = parse_recipe({"header": "X-Hub-Signature", "prefix": "sha256="})
+# Jira Cloud signs the same way.
+HUB_SHA256 = parse_recipe({"header": "X-Hub-Signature", "prefix": "sha256="})
 
 
 def _verifier(c: ProviderConfig) -> Verifier:
-    return recipe_verifier(c, _RECIPE)
+    return recipe_verifier(c, HUB_SHA256)
 
 
 def _signer(c: ProviderConfig) -> Signer:
-    return recipe_signer(c, _RECIPE)
+    return recipe_signer(c, HUB_SHA256)
 
 
 def _sample(_s: Sample) -> dict[str, Any]:

@@ -88,6 +88,8 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
                 ("postmark", "user:pass"),
                 ("mollie", "ml"),
                 ("meta", "meta-app-secret"),
+                ("jira", "jira"),
+                ("docusign", "ds"),
                 ("zoom", "zm"),
                 ("twitch", "tw"),
                 ("adyen", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"),

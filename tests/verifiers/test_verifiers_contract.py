@@ -120,6 +120,8 @@ def _cases(
         _secret("stripe", "whsec_stripe_current", "whsec_stripe_other", "stripe-signature"),
         _secret("github", "gh-secret", "gh-other", "x-hub-signature-256"),
         _secret("meta", "meta-secret", "meta-other", "x-hub-signature-256"),
+        _secret("jira", "jira-secret", "jira-other", "x-hub-signature"),
+        _secret("docusign", "ds-key", "ds-other", "x-docusign-signature-1"),
         _secret("shopify", "shp-secret", "shp-other", "x-shopify-hmac-sha256"),
         _secret(
             "slack", "slack-secret", "slack-other", "x-slack-signature x-slack-request-timestamp"
@@ -202,6 +204,8 @@ CASE_IDS = [
     "stripe",
     "github",
     "meta",
+    "jira",
+    "docusign",
     "shopify",
     "slack",
     "twilio-json",
@@ -459,6 +463,8 @@ def test_schemes_are_the_documented_ones() -> None:
         "twitch",
         "hubspot",
         "meta",
+        "jira",
+        "docusign",
     }
 
 

@@ -21,6 +21,8 @@ SCHEME_MODULES = (
     "inbox._providers._linear",
     "inbox._providers._mailgun",
     "inbox._providers._meta",
+    "inbox._providers._jira",
+    "inbox._providers._docusign",
     "inbox._providers._mollie",
     "inbox._providers._plaid",
     "inbox._providers._postmark",
