@@ -90,6 +90,7 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
                 ("meta", "meta-app-secret"),
                 ("jira", "jira"),
                 ("docusign", "ds"),
+                ("braintree", "bt-private"),
                 ("zoom", "zm"),
                 ("twitch", "tw"),
                 ("adyen", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"),

@@ -28,6 +28,11 @@ from inbox._providers import (
 NOW = 1_700_000_000.0
 URL = "https://hooks.example.com/webhooks/src?tenant=acme"
 JSON_BODY = b'{"id": "evt_1", "type": "invoice.paid", "data": {"amount": 100}}'
+# A Braintree form: its bt_payload (base64 of XML) is what is signed; it holds a "10".
+BRAINTREE_BODY = (
+    b"bt_payload=PG5vdGlmaWNhdGlvbj48a2luZD5jaGVjazwva2luZD48aWQ%2BeH10PC9pZD48L25vdGlmaWNhdGlv"
+    b"%0Abj4%3D%0A"
+)
 FORM_BODY = b"notify_id=n1&trade_status=TRADE_SUCCESS&total_amount=10.00&subject=%E6%B5%8B%E8%AF%95"
 HMAC_OPTIONS = {
     "header": "X-Signature",
@@ -122,6 +127,7 @@ def _cases(
         _secret("meta", "meta-secret", "meta-other", "x-hub-signature-256"),
         _secret("jira", "jira-secret", "jira-other", "x-hub-signature"),
         _secret("docusign", "ds-key", "ds-other", "x-docusign-signature-1"),
+        _secret("braintree", "bt-private", "bt-other", "", body=BRAINTREE_BODY),
         _secret("shopify", "shp-secret", "shp-other", "x-shopify-hmac-sha256"),
         _secret(
             "slack", "slack-secret", "slack-other", "x-slack-signature x-slack-request-timestamp"
@@ -206,6 +212,7 @@ CASE_IDS = [
     "meta",
     "jira",
     "docusign",
+    "braintree",
     "shopify",
     "slack",
     "twilio-json",
@@ -239,7 +246,7 @@ CASE_IDS = [
 
 
 TIMESTAMPED_IDS = [i for i in CASE_IDS if i.startswith(TIMESTAMPED)]
-JSON_IDS = [i for i in CASE_IDS if i not in ("twilio-form", "alipay")]
+JSON_IDS = [i for i in CASE_IDS if i not in ("twilio-form", "alipay", "braintree")]
 
 
 @pytest.fixture(params=CASE_IDS)
@@ -465,6 +472,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "meta",
         "jira",
         "docusign",
+        "braintree",
     }
 
 

@@ -19,6 +19,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "adyen": "inbox._providers._adyen",
         "alipay": "inbox._providers._alipay",
         "bitbucket": "inbox._providers._bitbucket",
+        "braintree": "inbox._providers._braintree",
         "calendly": "inbox._providers._calendly",
         "clerk": "inbox._providers._clerk",
         "coinbase-commerce": "inbox._providers._coinbase_commerce",
