@@ -97,6 +97,13 @@ def _tables(rsa_pair: RsaPair) -> list[dict[str, Any]]:
             )
         ),
         {
+            "name": "paypal",
+            "verifier": "paypal",
+            "public_keys": {"CERT-1": rsa_pair.certificate_pem},
+            "private_key": rsa_pair.private_pem,
+            "options": {"webhook_id": "WH-ID-1"},
+        },
+        {
             "name": "sendgrid",
             "verifier": "sendgrid",
             "public_keys": [ec.public_b64],

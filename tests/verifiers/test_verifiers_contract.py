@@ -61,12 +61,24 @@ TIMESTAMPED = (
     "zoom",
     "twitch",
     "hubspot",
+    "paypal",
 )
 STANDARD_HEADERS = "webhook-id webhook-timestamp webhook-signature"
 SVIX_HEADERS = "svix-id svix-timestamp svix-signature"
 WECHATPAY_HEADERS = "wechatpay-timestamp wechatpay-nonce wechatpay-signature wechatpay-serial"
 ZENDESK_HEADERS = "x-zendesk-webhook-signature x-zendesk-webhook-signature-timestamp"
 SENDGRID_HEADERS = "x-twilio-email-event-webhook-signature x-twilio-email-event-webhook-timestamp"
+PAYPAL_HEADERS = " ".join(
+    f"paypal-{name}"
+    for name in (
+        "transmission-id",
+        "transmission-time",
+        "transmission-sig",
+        "cert-url",
+        "auth-algo",
+    )
+)
+PAYPAL_OPTIONS = {"webhook_id": "WH-ID-1"}
 TWITCH_HEADERS = " ".join(
     f"twitch-eventsub-message-{name}" for name in ("id", "timestamp", "signature")
 )
@@ -128,6 +140,13 @@ def _cases(
         _secret("jira", "jira-secret", "jira-other", "x-hub-signature"),
         _secret("docusign", "ds-key", "ds-other", "x-docusign-signature-1"),
         _secret("braintree", "bt-private", "bt-other", "", body=BRAINTREE_BODY),
+        Case(
+            "paypal",
+            {"public_keys": {"CERT-1": rsa_pair.certificate_pem}, "options": PAYPAL_OPTIONS},
+            {"private_key": private, "options": {**PAYPAL_OPTIONS, "cert_id": "CERT-1"}},
+            {"private_key": wrong, "options": {**PAYPAL_OPTIONS, "cert_id": "CERT-1"}},
+            tuple(PAYPAL_HEADERS.split()),
+        ),
         _secret("shopify", "shp-secret", "shp-other", "x-shopify-hmac-sha256"),
         _secret(
             "slack", "slack-secret", "slack-other", "x-slack-signature x-slack-request-timestamp"
@@ -213,6 +232,7 @@ CASE_IDS = [
     "jira",
     "docusign",
     "braintree",
+    "paypal",
     "shopify",
     "slack",
     "twilio-json",
@@ -362,6 +382,8 @@ def test_rotation_second_secret_or_key_matches(
         kwargs["public_keys"] = [other_ec_pair.public_b64, *kwargs["public_keys"]]
     elif case.scheme == "plaid":
         kwargs["public_keys"] = {"OLD": other_ec_pair.public_pem, **kwargs["public_keys"]}
+    elif case.scheme == "paypal":
+        kwargs["public_keys"] = {"OLD": other_rsa_pair.certificate_pem, **kwargs["public_keys"]}
     elif case.scheme == "discord":
         # the public key of _other_discord_private(): a retired application
         retired = "d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"
@@ -473,6 +495,7 @@ def test_schemes_are_the_documented_ones() -> None:
         "jira",
         "docusign",
         "braintree",
+        "paypal",
     }
 
 
@@ -488,7 +511,7 @@ def test_unknown_scheme_is_a_clear_value_error() -> None:
     [
         s
         for s in SCHEMES
-        if s not in ("alipay", "wechatpay", "sendgrid", "plaid", "discord", "none")
+        if s not in ("alipay", "wechatpay", "sendgrid", "plaid", "discord", "paypal", "none")
     ],
 )
 def test_missing_secret_is_a_value_error(scheme: str) -> None:
@@ -499,7 +522,9 @@ def test_missing_secret_is_a_value_error(scheme: str) -> None:
         build_signer(scheme, options=options)
 
 
-@pytest.mark.parametrize("scheme", ["alipay", "wechatpay", "sendgrid", "plaid", "discord"])
+@pytest.mark.parametrize(
+    "scheme", ["alipay", "wechatpay", "sendgrid", "plaid", "discord", "paypal"]
+)
 def test_missing_key_is_a_value_error(scheme: str) -> None:
     with pytest.raises(ValueError, match=scheme):
         build_verifier(scheme, secrets=["not-a-key"])

@@ -24,6 +24,7 @@ SCHEME_MODULES = (
     "inbox._providers._jira",
     "inbox._providers._docusign",
     "inbox._providers._braintree",
+    "inbox._providers._paypal",
     "inbox._providers._mollie",
     "inbox._providers._plaid",
     "inbox._providers._postmark",

@@ -38,6 +38,7 @@ PROVIDER_MODULES: Mapping[str, str] = MappingProxyType(
         "mollie": "inbox._providers._mollie",
         "none": "inbox._providers._none",
         "paddle": "inbox._providers._paddle",
+        "paypal": "inbox._providers._paypal",
         "plaid": "inbox._providers._plaid",
         "postmark": "inbox._providers._postmark",
         "razorpay": "inbox._providers._razorpay",
