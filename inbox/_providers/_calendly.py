@@ -49,6 +49,8 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
         tolerance_seconds=180,
+        window_source="https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures"
+        " (three minutes)",
     ),
     key_specs=specs("body-sha256"),
     type_specs=specs("json:/event"),

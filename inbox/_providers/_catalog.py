@@ -25,7 +25,7 @@ _COLUMNS = (
     ("not signed", "unsigned"),
     ("key from", "key_from"),
     ("type from", "type_from"),
-    ("window", "tolerance_seconds"),
+    ("window", "window"),
     ("handshake", "handshake"),
     ("proven", "proof"),
     ("proven against", "proof_source"),
@@ -43,7 +43,9 @@ def describe(name: str) -> dict[str, Any]:
         "unsigned": about.unsigned,
         "key_from": [str(spec) for spec in record.key_specs],
         "type_from": [str(spec) for spec in record.type_specs],
-        "tolerance_seconds": about.tolerance_seconds,
+        # The window a source gets unless it sets tolerance_seconds, and where it is from.
+        "tolerance_seconds": about.default_window,
+        "window_source": about.window_source or None,
         "handshake": about.handshake or None,
         "proof": about.proof,
         "proof_source": about.proof_source or None,
@@ -65,6 +67,13 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
+def _window(entry: dict[str, Any]) -> str:
+    seconds = entry["tolerance_seconds"]
+    if seconds is None:
+        return "—"
+    return f"{seconds} s: {_cell(entry['window_source'])}"
+
+
 def markdown_table() -> str:
     """The table of docs/providers.md, markers included."""
     lines = [
@@ -74,6 +83,7 @@ def markdown_table() -> str:
         "|" + "---|" * len(_COLUMNS),
     ]
     for entry in catalog():
+        entry = {**entry, "window": _window(entry)}
         cells = [f"`{entry['verifier']}`", *(_cell(entry[k]) for _, k in _COLUMNS[1:])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join([*lines, "", TABLE_END]) + "\n"

@@ -4,8 +4,8 @@
 The application's public key (hex, as the developer portal shows it) goes in the source's
 ``public_keys``, as SendGrid's and Plaid's do: it is no secret. Several keys verify while
 an endpoint moves to another application. ``inbox send`` signs with ``private_key``: the
-hex 32-byte seed, or a PEM Ed25519 key. Discord documents no window; the source's
-``tolerance_seconds`` holds the signed timestamp.
+hex 32-byte seed, or a PEM Ed25519 key. Discord documents no window: the signed
+timestamp gets the default one, or the source's ``tolerance_seconds``.
 
 An interaction must be answered within three seconds, so a stored one is acknowledged with
 ``{"type":5}`` (deferred): the handler then answers through the interaction's follow-up
@@ -152,6 +152,8 @@ PROVIDER = Provider(
         unsigned="nothing: the interaction's id and command name are in the signed body",
         proof="sdk-verifies",
         proof_source="discord-interactions (verify_key)",
+        window_source="none documented"
+        " (Discord's security-and-authorization page; discord-interactions checks none)",
         handshake='PING (type 1): answered {"type":1}, not stored',
     ),
     key_specs=specs("json:/id"),

@@ -221,6 +221,7 @@ PROVIDER = Provider(
         unsigned="the id header unless signed_content names {id} (a warning at start-up)",
         proof="vectors",
         proof_source="GitHub's documented example, as a recipe",
+        window_source="none documented: the recipe's timestamp_header, when set",
     ),
     option_key_specs=_id_header,
     unsigned_key_header=_unsigned_id_header,

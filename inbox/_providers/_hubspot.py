@@ -132,6 +132,8 @@ PROVIDER = Provider(
         proof="sdk-both-ways",
         proof_source="hubspot-api-client (hubspot.utils.signature.Signature)",
         tolerance_seconds=300,
+        window_source="https://developers.hubspot.com/docs/api/webhooks/validating-requests"
+        " (five minutes; hubspot-api-client's MAX_ALLOWED_TIMESTAMP)",
     ),
     key_specs=specs("json:/0/eventId"),
     type_specs=specs("json:/0/subscriptionType"),

@@ -83,6 +83,7 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://linear.app/developers/webhooks",
         tolerance_seconds=60,
+        window_source="https://linear.app/developers/webhooks (within a minute)",
     ),
     key_specs=specs("header:linear-delivery"),
     type_specs=specs("json:/type"),

@@ -4,9 +4,9 @@
 The event itself (``event-data``) is not signed: whoever captures one delivery can send any
 event with its signature. Mailgun's docs say to refuse a stale timestamp and a token seen
 before; the key is that signed ``token``, so a captured signature sent again is a duplicate,
-whatever body it carries. Mailgun documents no window: the source's ``tolerance_seconds``
-applies. The type is ``event-data.event`` (``delivered``, ...). A subaccount's delivery also
-carries ``parent-signature``, the same HMAC under the primary account's key: either verifies.
+whatever body it carries. Mailgun documents no window: the default one applies. The type is
+``event-data.event`` (``delivered``, ...). A subaccount's delivery also carries ``parent-
+signature``, the same HMAC under the primary account's key: either verifies.
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ PROVIDER = Provider(
         unsigned="event-data, the event itself: the signed token (the key) stops its replay",
         proof="docs-only",
         proof_source="https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks",
+        window_source='none documented (Mailgun\'s Securing webhooks: "not too far" from now)',
     ),
     key_specs=specs("json:/signature/token"),
     type_specs=specs("json:/event-data/event"),

@@ -1,10 +1,11 @@
 """Paddle Billing: ``Paddle-Signature: ts=<unix>;h1=<hex>``, HMAC-SHA256 of ``{ts}:{body}``
 under the notification destination's secret key (``pdl_ntfset_...``, used as text).
 
-Paddle documents a five-second window; the verifier uses the source's ``tolerance_seconds``
-(set it to 5 for Paddle's). The key is the signed body's ``event_id``, the type its
-``event_type``. During a secret rotation Paddle may send several ``h1`` entries. It is
-Stripe's scheme spelt otherwise, so it is checked by Stripe's verifier in Paddle's layout.
+Paddle documents a five-second window (its SDKs' default), so that is the verifier's unless the
+source sets ``tolerance_seconds``: a receiver whose clock drifts refuses Paddle's events. The
+key is the signed body's ``event_id``, the type its ``event_type``. During a secret rotation
+Paddle may send several ``h1`` entries. It is Stripe's scheme spelt otherwise, so it is checked
+by Stripe's verifier in Paddle's layout.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ PROVIDER = Provider(
         proof="sdk-verifies",
         proof_source="paddle-python-sdk (Notifications.Verifier)",
         tolerance_seconds=5,
+        window_source="https://developer.paddle.com/webhooks/signature-verification"
+        " (the SDKs' five seconds)",
     ),
     key_specs=specs("json:/event_id"),
     type_specs=specs("json:/event_type"),

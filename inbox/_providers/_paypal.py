@@ -11,8 +11,8 @@ that one, check it, add it). The URL itself must be HTTPS on PayPal's API hosts,
 ``/v1/notifications/certs/``. The ``webhook_id`` option is the webhook's id from PayPal's
 dashboard, part of what is signed: a delivery for another webhook does not verify.
 
-The transmission time is signed; PayPal documents no window, so the source's
-``tolerance_seconds`` holds it (each retry is a new transmission, signed anew). The key is
+The transmission time is signed; PayPal documents no window, so the default one
+holds it (each retry is a new transmission, signed anew). The key is
 the signed body's event ``id`` (``WH-...``, the same on every retry), the type its
 ``event_type``; the transmission id changes on each retry and is not the key.
 """
@@ -214,6 +214,7 @@ PROVIDER = Provider(
         " chain checked by the operator, which needs the network)",
         proof="docs-only",
         proof_source="https://developer.paypal.com/api/rest/webhooks/rest/",
+        window_source="none documented (PayPal's webhook verification; each retry is signed anew)",
     ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/event_type"),

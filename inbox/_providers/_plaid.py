@@ -181,6 +181,8 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://plaid.com/docs/api/webhooks/webhook-verification/",
         tolerance_seconds=300,
+        window_source="https://plaid.com/docs/api/webhooks/webhook-verification/"
+        " (an iat older than five minutes)",
     ),
     key_specs=specs("body-sha256"),
     type_specs=specs("json:/webhook_code"),

@@ -21,6 +21,7 @@ from inbox._core.config.specs import Spec, parse_spec
 from ._base import Signer, Verifier, WebhookRequest
 
 __all__ = [
+    "DEFAULT_TOLERANCE_SECONDS",
     "PROOFS",
     "VERIFY_TOKEN_OPTION",
     "About",
@@ -44,6 +45,10 @@ HandshakeReply = Mapping[str, Any] | str
 Proof = Literal["sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a"]
 PROOFS: tuple[Proof, ...] = ("sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a")
 
+
+# The replay window of a signed time whose provider documents none: the window most
+# providers that document one choose (Stripe, Slack, Standard Webhooks, HubSpot, Plaid).
+DEFAULT_TOLERANCE_SECONDS = 300
 
 # The source option naming the environment variable that holds the token of a GET handshake
 # (Meta's hub.verify_token): an option holds no secret, as `inbox config check` prints
@@ -184,11 +189,23 @@ class About:
     proof: Proof
     # The SDK (PyPI name) or the page the vectors or the algorithm came from.
     proof_source: str
-    # The replay window the provider documents, in seconds (None: it signs no timestamp, or
-    # documents no window; the source's tolerance_seconds applies to a signed one).
+    # The replay window the provider documents, in seconds: the verifier's default, which a
+    # source's tolerance_seconds overrides. None: it signs no time, or documents no window.
     tolerance_seconds: int | None = None
+    # Where that window is documented (a page, or the SDK whose default it is); for a signed
+    # time whose provider documents no window, "none documented" and where we looked (then
+    # DEFAULT_TOLERANCE_SECONDS applies). "" when no time is signed.
+    window_source: str = ""
     # The handshake, in words ("" when there is none).
     handshake: str = ""
+
+    @property
+    def default_window(self) -> int | None:
+        """The replay window a source gets unless it sets ``tolerance_seconds``; None when
+        the scheme signs no time."""
+        if self.tolerance_seconds is not None:
+            return self.tolerance_seconds
+        return DEFAULT_TOLERANCE_SECONDS if self.window_source else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

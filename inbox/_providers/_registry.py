@@ -19,7 +19,7 @@ from types import MappingProxyType
 from inbox._core.config.schemes import PROVIDER_MODULES, SCHEMES
 
 from ._base import BodySigner, Signer, Verifier
-from ._provider import Provider, ProviderConfig
+from ._provider import DEFAULT_TOLERANCE_SECONDS, Provider, ProviderConfig
 
 __all__ = ["SCHEMES", "build_signer", "build_verifier", "provider", "sign_request"]
 
@@ -44,15 +44,20 @@ def build_verifier(
     *,
     secrets: Sequence[str] = (),
     public_keys: Sequence[str] | Mapping[str, str] = (),
-    tolerance_seconds: int = 300,
+    tolerance_seconds: int | None = None,
     options: Mapping[str, object] = _NO_OPTIONS,
 ) -> Verifier:
     """Build the verifier for scheme ``name``; several secrets/keys mean rotation.
 
+    ``tolerance_seconds`` bounds a signed time; None takes the window the provider
+    documents (its record's), else ``DEFAULT_TOLERANCE_SECONDS``.
+
     Raises ``ValueError`` for an unknown scheme, a missing secret or key, an unloadable key
     or an unknown option.
     """
-    build = provider(name).verifier
+    record = provider(name)
+    if tolerance_seconds is None:
+        tolerance_seconds = record.about.default_window or DEFAULT_TOLERANCE_SECONDS
     config = ProviderConfig(
         name,
         secrets=secrets,
@@ -61,7 +66,7 @@ def build_verifier(
         tolerance_seconds=tolerance_seconds,
         options=options,
     )
-    return build(config)
+    return record.verifier(config)
 
 
 def build_signer(

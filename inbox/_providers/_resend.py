@@ -48,6 +48,7 @@ PROVIDER = Provider(
         proof="sdk-both-ways",
         proof_source="svix (what Resend's docs verify with)",
         tolerance_seconds=300,
+        window_source="svix (Webhook.verify's five minutes)",
     ),
     key_specs=specs("header:svix-id"),
     type_specs=specs("json:/type"),

@@ -3,8 +3,8 @@
 ``X-Twilio-Email-Event-Webhook-Signature`` is the base64 DER signature and
 ``X-Twilio-Email-Event-Webhook-Timestamp`` the Unix seconds it covers. The verification key
 is shown in SendGrid's Mail Settings as base64 DER without PEM armour; ``public_keys`` takes
-it so, or as PEM, several while rotating. SendGrid documents no replay window: the source's
-``tolerance_seconds`` applies. A POST is a JSON array of events, each with its own
+it so, or as PEM, several while rotating. SendGrid documents no replay window: the default
+one applies. A POST is a JSON array of events, each with its own
 ``sg_event_id``: the delivery has no id of its own, so the key is the body's hash, and no
 one type.
 """
@@ -126,6 +126,8 @@ PROVIDER = Provider(
         unsigned="nothing; no delivery id (a POST is an array of events: the body's hash)",
         proof="sdk-verifies",
         proof_source="sendgrid (sendgrid.helpers.eventwebhook.EventWebhook)",
+        window_source="none documented"
+        " (SendGrid's Event Webhook security features; its helper checks none)",
     ),
     key_specs=specs("body-sha256"),
     sample=_sample,

@@ -125,6 +125,8 @@ PROVIDER = Provider(
         proof="vectors",
         proof_source="slackapi/python-slack-sdk tests/signature/test_signature_verifier.py",
         tolerance_seconds=300,
+        window_source="https://api.slack.com/authentication/verifying-requests-from-slack"
+        " (five minutes)",
         handshake="url_verification: the challenge is echoed back, not stored",
     ),
     key_specs=specs("json:/event_id"),

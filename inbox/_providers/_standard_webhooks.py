@@ -226,6 +226,7 @@ PROVIDER = Provider(
         proof="sdk-both-ways",
         proof_source="svix; vectors of standard-webhooks/standard-webhooks",
         tolerance_seconds=300,
+        window_source="standard-webhooks spec and standardwebhooks (five minutes)",
     ),
     # Svix sends the spec's headers as svix-*; the verifier reads the same order.
     key_specs=specs("header:webhook-id", "header:svix-id"),

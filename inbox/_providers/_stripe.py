@@ -134,6 +134,8 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://docs.stripe.com/webhooks#verify-manually",
         tolerance_seconds=300,
+        window_source="https://docs.stripe.com/webhooks#replay-attacks"
+        " (its libraries' five minutes)",
     ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/type"),

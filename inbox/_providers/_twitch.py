@@ -2,12 +2,11 @@
 HMAC-SHA256 of ``{message id}{message timestamp}{body}`` under the subscription's secret.
 
 The id and the timestamp (RFC 3339, nanoseconds) are signed headers; Twitch documents a
-ten-minute window (set the source's ``tolerance_seconds`` to 600). The key is the message
-id, the type the subscription type header; a ``revocation`` message is stored too, under
-its subscription's type (its ``Twitch-Eventsub-Message-Type`` header says which it is).
-
-``webhook_callback_verification``, sent signed when a subscription is created, is answered
-with its challenge verbatim as text/plain, and not stored.
+ten-minute window, the verifier's unless the source sets ``tolerance_seconds``. The key is the
+message id, the type the subscription type header; a ``revocation`` message is stored too,
+under its subscription's type (its ``Twitch-Eventsub-Message-Type`` header says which it is).
+``webhook_callback_verification``, sent signed when a subscription is created, is answered with
+its challenge verbatim as text/plain, and not stored.
 """
 
 from __future__ import annotations
@@ -145,6 +144,8 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://dev.twitch.tv/docs/eventsub/handling-webhook-events/",
         tolerance_seconds=600,
+        window_source="https://dev.twitch.tv/docs/eventsub/handling-webhook-events"
+        " (older than ten minutes)",
         handshake="webhook_callback_verification: the challenge echoed as text/plain, not stored",
     ),
     key_specs=specs(f"header:{_ID}"),

@@ -157,6 +157,7 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://pay.weixin.qq.com/docs/merchant/development/interface-rules/signature-verification.html",
         tolerance_seconds=300,
+        window_source="WeChat Pay's signature-verification page (five minutes)",
     ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/event_type"),

@@ -2,7 +2,7 @@
 text followed by the raw body, under the webhook's signing secret (used as text).
 
 ``X-Zendesk-Webhook-Signature-Timestamp`` is ISO 8601 (``2021-07-25T10:00:00Z``), signed
-as received; Zendesk documents no window, so the source's ``tolerance_seconds`` applies.
+as received; Zendesk documents no window, so the default one applies.
 ``X-Zendesk-Webhook-Invocation-Id`` (the key) is not signed. The type is the body's
 ``type`` (``zen:event-type:ticket.created``, ...) for webhooks subscribed to events; a
 trigger's or an automation's webhook carries whatever body it was given.
@@ -121,6 +121,7 @@ PROVIDER = Provider(
         unsigned="X-Zendesk-Webhook-Invocation-Id (the key); no documented window",
         proof="docs-only",
         proof_source="https://developer.zendesk.com/documentation/webhooks/verifying/",
+        window_source="none documented (Zendesk's Verifying webhook authenticity)",
     ),
     key_specs=specs("header:x-zendesk-webhook-invocation-id"),
     type_specs=specs("json:/type"),

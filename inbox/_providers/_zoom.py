@@ -2,7 +2,8 @@
 under the app's webhook secret token. It is Slack's scheme under other header names, so it
 is checked by Slack's verifier in Zoom's layout.
 
-Zoom documents no window; the source's ``tolerance_seconds`` holds the signed timestamp.
+Zoom documents no window: the signed timestamp gets the default one, or the source's
+``tolerance_seconds``.
 A notification carries no delivery id, so the key is the body's hash (a retry re-sends the
 same body; ``event_ts`` tells two events apart); the type is the body's ``event``.
 
@@ -89,6 +90,7 @@ PROVIDER = Provider(
         unsigned="nothing: no delivery id is sent (the key is the body's hash); event is signed",
         proof="docs-only",
         proof_source="https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events",
+        window_source="none documented (Zoom's Verify webhook events)",
         handshake="endpoint.url_validation: plainToken and its HMAC (encryptedToken), not stored",
     ),
     key_specs=specs("body-sha256"),

@@ -21,6 +21,7 @@ from inbox._providers import (
     WebhookRequest,
     build_signer,
     build_verifier,
+    provider,
     sign_request,
     twilio_url_with_body_hash,
 )
@@ -397,30 +398,53 @@ def test_rotation_second_secret_or_key_matches(
     verifier.verify(signed(case), now=NOW)
 
 
+def default_window(case: Case) -> int:
+    """The window a source gets unless it sets one: its record's (the provider's documented
+    window, else the default)."""
+    window = provider(case.scheme).about.default_window
+    assert window is not None, f"{case.scheme} signs a time: its record needs a window_source"
+    return window
+
+
 def test_stale_timestamp_fails(timestamped_case: Case) -> None:
     case = timestamped_case
+    window = default_window(case)
     with pytest.raises(VerificationError) as info:
-        verifier_for(case)(signed(case, now=NOW - 301))
+        verifier_for(case)(signed(case, now=NOW - window - 1))
     assert info.value.reason == "timestamp_too_old"
 
 
 def test_future_timestamp_fails(timestamped_case: Case) -> None:
     case = timestamped_case
+    window = default_window(case)
     with pytest.raises(VerificationError) as info:
-        verifier_for(case)(signed(case, now=NOW + 301))
+        verifier_for(case)(signed(case, now=NOW + window + 1))
     assert info.value.reason == "timestamp_in_future"
 
 
 def test_timestamp_at_the_tolerance_edge_passes(timestamped_case: Case) -> None:
     case = timestamped_case
-    verifier_for(case)(signed(case, now=NOW - 300))
-    verifier_for(case)(signed(case, now=NOW + 300))
+    window = default_window(case)
+    verifier_for(case)(signed(case, now=NOW - window))
+    verifier_for(case)(signed(case, now=NOW + window))
 
 
 def test_tolerance_is_configurable(timestamped_case: Case) -> None:
     case = timestamped_case
+    window = default_window(case)
     with pytest.raises(VerificationError):
-        verifier_for(case, tolerance_seconds=10)(signed(case, now=NOW - 11))
+        verifier_for(case, tolerance_seconds=2)(signed(case, now=NOW - 3))
+    verifier_for(case, tolerance_seconds=window + 60)(signed(case, now=NOW - window - 30))
+
+
+def test_a_window_is_recorded_exactly_for_the_schemes_that_sign_a_time() -> None:
+    # Linear's time is in its body and Mailgun's in its signed token: no contract case.
+    timed = {*TIMESTAMPED, "linear", "mailgun"}
+    for scheme in SCHEMES:
+        about = provider(scheme).about
+        assert (about.default_window is not None) == (scheme in timed), scheme
+        if about.tolerance_seconds is None and scheme in timed:
+            assert about.window_source.startswith("none documented"), scheme
 
 
 # --- the factories -----------------------------------------------------------------------

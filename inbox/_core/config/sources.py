@@ -39,7 +39,9 @@ class SourceSettings(Section):
     # A mounted secret (docs/security.md): one per line, or comma-separated.
     secrets_file: Path | None = None
     public_keys: list[str] | dict[str, str] = Field(default_factory=list)
-    tolerance_seconds: int = Field(default=300, ge=0)
+    # The replay window of a signed time; unset, the provider's documented one
+    # (`inbox providers` lists each).
+    tolerance_seconds: int | None = Field(default=None, ge=0)
     max_body_bytes: int = Field(default=1024 * 1024, gt=0)
     public_url: str | None = None
     # Override of where the idempotency key / event type come from:
