@@ -12,8 +12,12 @@ body's hash (a retry re-sends the same form). A form with any other field is ref
 ``bt_signature`` itself is not signed: a captured form re-sent with one more pair verifies
 and is a new event. The kind is inside the signed XML, where no
 spec reaches: the type is left empty, and a handler reads ``kind`` from the payload
-(``WebhookNotification.parse`` in Braintree's SDK, or the decoded XML). The legacy URL
-check (a GET with ``bt_challenge``) is not answered.
+(``WebhookNotification.parse`` in Braintree's SDK, or the decoded XML).
+
+Creating a webhook in the Control Panel first sends a GET with ``bt_challenge`` (hex): the
+answer is ``public_key|hex``, the HMAC of the challenge under the first private key, as the
+SDK's ``WebhookNotification.verify`` computes it. It needs the ``public_key`` option (without
+it the GET is refused, ``no_public_key``), and it is never stored.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import base64
 import datetime
 import hashlib
 import hmac
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,13 +37,15 @@ from xml.sax.saxutils import escape
 from inbox._core.errors import VerificationError
 
 from ._base import WebhookRequest, parse_form, require_match
-from ._provider import About, Provider, ProviderConfig, Sample, dev_token
+from ._provider import About, GetHandshakeKeys, Provider, ProviderConfig, Sample, dev_token
 
 __all__ = ["BraintreeSigner", "BraintreeVerifier"]
 
 _SIGNATURE = "bt_signature"
 _PAYLOAD = "bt_payload"
 _DEFAULT_PUBLIC_KEY = "inbox_send"
+# What the SDK's verify() accepts as a challenge.
+_CHALLENGE = re.compile(r"[a-f0-9]{20,32}")
 
 
 def _hex_hmac(private_key: str, payload: bytes) -> bytes:
@@ -57,6 +64,10 @@ def _fields(body: bytes) -> tuple[str, str]:
     signature, payload = params.get(_SIGNATURE, ""), params.get(_PAYLOAD, "")
     if not signature or not payload:
         raise VerificationError("missing_header")
+    if _CHALLENGE.fullmatch(payload.strip()):
+        # The GET handshake signs any challenge it is sent: such a payload (never base64 of
+        # XML) would verify with the answer as its signature.
+        raise VerificationError("malformed_body")
     return signature, payload
 
 
@@ -114,6 +125,17 @@ def _signer(c: ProviderConfig) -> BraintreeSigner:
     return BraintreeSigner(c.require_secrets()[0], public_key)
 
 
+def _challenge(request: WebhookRequest, keys: GetHandshakeKeys) -> str:
+    """Braintree creates a webhook only once its URL answers the challenge under the keys."""
+    challenge = dict(request.query_params).get("bt_challenge", "")
+    if not _CHALLENGE.fullmatch(challenge):
+        raise VerificationError("bad_challenge")
+    public_key = keys.options.get("public_key")
+    if not isinstance(public_key, str) or not public_key or not keys.secrets:
+        raise VerificationError("no_public_key")
+    return f"{public_key}|{_hex_hmac(keys.secrets[0], challenge.encode()).decode()}"
+
+
 def _sample(s: Sample) -> dict[str, Any]:
     moment = datetime.datetime.fromtimestamp(int(s.now), datetime.UTC)
     xml = (
@@ -140,10 +162,13 @@ PROVIDER = Provider(
         " one more pair is a new event); no delivery id; the kind is inside the payload",
         proof="sdk-both-ways",
         proof_source="braintree",
+        handshake="GET bt_challenge answered as text/plain, public_key|HMAC-SHA1 of it (the"
+        " public_key option; else 403), not stored",
     ),
     sample=_sample,
     new_id=lambda: uuid.uuid4().hex[:12],
     sample_type="subscription_went_past_due",
     posts_form=True,
+    get_handshake=_challenge,
     dev_secret=dev_token(),
 )

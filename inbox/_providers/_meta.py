@@ -25,11 +25,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from inbox._core.errors import VerificationError
+
 from ._base import WebhookRequest, digests_equal
 from ._github import GitHubVerifier
 from ._provider import (
     VERIFY_TOKEN_OPTION,
     About,
+    GetHandshakeKeys,
     Provider,
     ProviderConfig,
     Sample,
@@ -103,14 +106,20 @@ def _sample(s: Sample) -> dict[str, Any]:
     }
 
 
-def _subscribe(request: WebhookRequest, verify_token: str | None) -> str | None:
+def _subscribe(request: WebhookRequest, keys: GetHandshakeKeys) -> str:
     """The challenge to echo when the GET is a subscription carrying the source's token."""
+    if not keys.verify_token:
+        raise VerificationError("no_verify_token")
     params = dict(request.query_params)
     challenge = params.get("hub.challenge", "")
-    if params.get("hub.mode") != "subscribe" or not challenge or not verify_token:
-        return None
     given = params.get("hub.verify_token", "").encode()
-    return challenge if digests_equal(verify_token.encode(), given) else None
+    if (
+        params.get("hub.mode") != "subscribe"
+        or not challenge
+        or not digests_equal(keys.verify_token.encode(), given)
+    ):
+        raise VerificationError("bad_verify_token")
+    return challenge
 
 
 PROVIDER = Provider(

@@ -25,6 +25,7 @@ __all__ = [
     "PROOFS",
     "VERIFY_TOKEN_OPTION",
     "About",
+    "GetHandshakeKeys",
     "HandshakeReply",
     "Proof",
     "Provider",
@@ -106,6 +107,17 @@ class ProviderConfig:
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{self.name}: option {key!r} must be a string")
         return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class GetHandshakeKeys:
+    """What a source answers a GET handshake with: Meta's verify token (from the variable its
+    ``verify_token_env`` option names), or Braintree's private keys (its secrets) under the
+    public key its ``public_key`` option names."""
+
+    verify_token: str | None = field(default=None, repr=False)
+    secrets: Sequence[str] = field(default=(), repr=False)
+    options: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,10 +252,11 @@ class Provider:
     # is sent as JSON, text as text/plain (Twitch wants its challenge back verbatim).
     handshake: Callable[[WebhookRequest, Sequence[str]], HandshakeReply | None] | None = None
     # A GET the provider sends, unsigned, to prove the endpoint before any event (WebSub's
-    # hub.challenge, which Meta sends), given the request and the source's verify token
-    # (None when it has none): the text to echo, or None (refused, 403). A source whose
-    # scheme has none answers a GET 405, like any other method but POST.
-    get_handshake: Callable[[WebhookRequest, str | None], str | None] | None = None
+    # hub.challenge, which Meta sends; Braintree's bt_challenge), given the request and what
+    # the source holds for it: the text to send back, or a VerificationError whose reason
+    # is logged (refused, 403). A source whose scheme has none answers a GET 405, like any
+    # other method but POST.
+    get_handshake: Callable[[WebhookRequest, GetHandshakeKeys], str] | None = None
     # Accepts anything: the receiver warns at start-up.
     unverified: bool = False
     # The header a source's options take the key from without signing it (the hmac

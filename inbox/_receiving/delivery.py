@@ -78,6 +78,9 @@ class ReceivingSource:
     """For a handshake that answers with them (Zoom's HMAC of its token)."""
     verify_token: str | None = field(default=None, repr=False)
     """What a GET handshake expects (Meta's hub.verify_token); None when there is none."""
+    options: Mapping[str, object] = field(default_factory=dict)
+    """The source's options, for a GET handshake that answers as one (Braintree's
+    public_key)."""
 
 
 @dataclass(frozen=True, slots=True)

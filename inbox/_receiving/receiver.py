@@ -26,6 +26,7 @@ from inbox._core.database.pooler import pooler_hint
 from inbox._core.errors import VerificationError
 from inbox._core.logs import get_logger
 from inbox._providers import HandshakeReply, Provider, WebhookRequest, provider
+from inbox._providers._provider import GetHandshakeKeys
 from inbox._receiving.delivery import PendingWrite, ReceiverResponse, ReceivingSource, json_reply
 from inbox._receiving.extract import Extracted
 from inbox._receiving.metrics import UNKNOWN_SOURCE_LABEL, ReceiverMetrics
@@ -95,6 +96,7 @@ class Receiver:
                 on_dead=source.dead_policy,
                 secrets=tuple(source.secret_values()),
                 verify_token=source_verify_token(source),
+                options=source.options,
             )
             if self._sources[source.name].provider.unverified:
                 log.warning(
@@ -148,11 +150,12 @@ class Receiver:
         if source is None or source.provider.get_handshake is None:
             return None
         request = WebhookRequest(method="GET", url=url, headers=headers, body=b"")
-        answer = source.provider.get_handshake(request, source.verify_token)
-        if answer is None:
-            # The token itself is never logged: only whether the source has one.
-            reason = "bad_verify_token" if source.verify_token else "no_verify_token"
-            return self._refuse(source.name, 403, reason, "forbidden")
+        keys = GetHandshakeKeys(source.verify_token, source.secrets, source.options)
+        try:
+            answer = source.provider.get_handshake(request, keys)
+        except VerificationError as exc:
+            # The reason only: never the token, nor what the request offered in its place.
+            return self._refuse(source.name, 403, exc.reason, "forbidden")
         return self._handshake(source, answer)
 
     # -- step 3 ---------------------------------------------------------------------------

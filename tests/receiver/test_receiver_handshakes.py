@@ -1,7 +1,8 @@
 """Handshakes end to end: each is answered right after its signature verifies (before a key
 is looked for, though it carries one), with the status, content type and body its provider
 checks; counted, logged, and never stored. Meta's is a GET, unsigned, answered only with the
-source's verify token. Starlette's test client, a real PostgreSQL."""
+source's verify token; Braintree's is a GET answered under its keys. Starlette's test client,
+a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import braintree
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from starlette.testclient import TestClient
@@ -31,6 +33,8 @@ from tests.receiver.conftest import (
 
 ZOOM_SECRET = "zoom-secret-token"
 TWITCH_SECRET = "twitch-secret"
+BRAINTREE_PUBLIC, BRAINTREE_PRIVATE = "bt-public", "bt-private"
+BT_CHALLENGE = "20f9f8ed05f77439fe955c977e4c8a53"
 _DISCORD = ed25519.Ed25519PrivateKey.generate()
 
 
@@ -52,6 +56,13 @@ def settings(receiver_url: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
             {"name": "twitch", "verifier": "twitch", "secrets": [TWITCH_SECRET]},
             META_SOURCE,
             {"name": "tokenless", "verifier": "meta", "secrets": ["s"]},
+            {
+                "name": "braintree",
+                "verifier": "braintree",
+                "secrets": [BRAINTREE_PRIVATE],
+                "options": {"public_key": BRAINTREE_PUBLIC},
+            },
+            {"name": "bt-keyless", "verifier": "braintree", "secrets": [BRAINTREE_PRIVATE]},
         ],
     )
 
@@ -168,12 +179,31 @@ def test_metas_subscription_gets_its_challenge_as_text_and_is_not_stored(
     assert 'inbox_receiver_requests_total{outcome="handshake",source="meta"} 1.0' in metrics
 
 
+def test_braintrees_challenge_gets_the_sdks_answer_and_is_not_stored(
+    client: TestClient, db_url: str
+) -> None:
+    config = braintree.Configuration(
+        braintree.Environment.Sandbox,
+        merchant_id="m",
+        public_key=BRAINTREE_PUBLIC,
+        private_key=BRAINTREE_PRIVATE,
+    )
+    expected = braintree.BraintreeGateway(config).webhook_notification.verify(BT_CHALLENGE)
+    response = client.get(f"/webhooks/braintree?bt_challenge={BT_CHALLENGE}")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+    assert response.text == expected
+    assert count_events(db_url) == 0
+
+
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
         (f"/webhooks/meta?{SUBSCRIBE}guess", "bad_verify_token"),
         ("/webhooks/meta", "bad_verify_token"),
         (f"/webhooks/tokenless?{SUBSCRIBE}{META_TOKEN}", "no_verify_token"),
+        ("/webhooks/braintree?bt_challenge=not-hex", "bad_challenge"),
+        (f"/webhooks/bt-keyless?bt_challenge={BT_CHALLENGE}", "no_public_key"),
     ],
 )
 def test_a_subscription_without_the_token_is_forbidden(

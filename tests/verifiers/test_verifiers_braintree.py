@@ -1,5 +1,6 @@
 """Braintree, proven with its SDK both ways: ``WebhookTesting.sample_notification`` signs and
-we accept; what ``inbox send`` posts, ``WebhookNotification.parse`` accepts and reads."""
+we accept; what ``inbox send`` posts, ``WebhookNotification.parse`` accepts and reads. The
+``bt_challenge`` GET gets what ``WebhookNotification.verify`` answers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import braintree
 import pytest
 
 from inbox._core.errors import VerificationError
+from inbox._providers import WebhookRequest, provider
+from inbox._providers._provider import GetHandshakeKeys
 from tests.verifiers._proofs import proves
 from tests.verifiers._sdk import received, sent
 
@@ -62,3 +65,34 @@ def test_what_inbox_send_posts_parses_in_the_sdk() -> None:
         gateway(private_key="another").webhook_notification.parse(
             fields["bt_signature"], fields["bt_payload"]
         )
+
+
+def _challenge(challenge: str, secrets: list[str], options: dict[str, object]) -> str:
+    answer = provider("braintree").get_handshake
+    assert answer is not None
+    request = WebhookRequest("GET", f"https://x/webhooks/bt?bt_challenge={challenge}", {}, b"")
+    return answer(request, GetHandshakeKeys(secrets=secrets, options=options))
+
+
+def test_the_challenge_gets_the_sdks_answer_under_the_first_private_key() -> None:
+    challenge = "20f9f8ed05f77439fe955c977e4c8a53"
+    options = {"public_key": PUBLIC_KEY}
+    expected = gateway().webhook_notification.verify(challenge)
+    assert _challenge(challenge, [PRIVATE_KEY, "old"], options) == expected
+    for bad, secrets, opts in [
+        ("not-hex!", [PRIVATE_KEY], options),
+        ("20f9f8ed05f7", [PRIVATE_KEY], options),  # shorter than the SDK accepts
+        (challenge, [PRIVATE_KEY], {}),
+        (challenge, [], options),
+    ]:
+        with pytest.raises(VerificationError):
+            _challenge(bad, secrets, opts)
+
+
+def test_an_answered_challenge_never_verifies_as_a_notification() -> None:
+    challenge = "20f9f8ed05f77439fe955c977e4c8a53"
+    signature = _challenge(challenge, [PRIVATE_KEY], {"public_key": PUBLIC_KEY})
+    body = urlencode({"bt_signature": signature, "bt_payload": challenge}).encode()
+    headers = {"content-type": "application/x-www-form-urlencoded"}
+    with pytest.raises(VerificationError, match="malformed_body"):
+        received("braintree", headers, body, now=NOW, secrets=[PRIVATE_KEY])

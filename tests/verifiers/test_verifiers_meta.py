@@ -18,6 +18,7 @@ import pytest
 
 from inbox._core.errors import VerificationError
 from inbox._providers import WebhookRequest, provider
+from inbox._providers._provider import GetHandshakeKeys
 from tests.verifiers._proofs import proves
 from tests.verifiers._sdk import received, sent
 
@@ -100,10 +101,16 @@ def _get(query: str) -> WebhookRequest:
 def test_the_subscription_gets_its_challenge_back_only_with_the_token() -> None:
     subscribe = provider("meta").get_handshake
     assert subscribe is not None
+
+    def refused(query: str, token: str | None) -> str:
+        with pytest.raises(VerificationError) as info:
+            subscribe(_get(query), GetHandshakeKeys(verify_token=token))
+        return info.value.reason
+
     query = "hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock"
-    assert subscribe(_get(query), "meatyhamhock") == "1158201444"
-    assert subscribe(_get(query), "another-token") is None
-    assert subscribe(_get(query), None) is None  # a source with no token refuses them all
-    assert subscribe(_get(query.replace("subscribe", "unsubscribe")), "meatyhamhock") is None
-    assert subscribe(_get("hub.mode=subscribe&hub.verify_token=meatyhamhock"), "x") is None
-    assert subscribe(_get(""), "meatyhamhock") is None
+    assert subscribe(_get(query), GetHandshakeKeys(verify_token="meatyhamhock")) == "1158201444"
+    assert refused(query, "another-token") == "bad_verify_token"
+    assert refused(query, None) == "no_verify_token"  # a source with no token refuses them all
+    assert refused(query.replace("subscribe", "unsubscribe"), "meatyhamhock") == "bad_verify_token"
+    assert refused("hub.mode=subscribe&hub.verify_token=meatyhamhock", "x") == "bad_verify_token"
+    assert refused("", "meatyhamhock") == "bad_verify_token"
