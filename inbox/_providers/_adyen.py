@@ -159,6 +159,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Adyen (standard webhooks)",
+        family="payments",
         signs="per item, HMAC-SHA256 base64 of pspReference:...:eventCode:success (hex key)",
         unsigned="eventDate, reason, the rest of additionalData, live; no id, no timestamp",
         proof="sdk-both-ways",

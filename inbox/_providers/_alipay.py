@@ -138,6 +138,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Alipay",
+        family="payments",
         signs="RSA2 (SHA256withRSA) of the sorted form parameters but sign and sign_type",
         unsigned="nothing else: notify_id (the key) and notify_type are signed parameters",
         proof="docs-only",

@@ -47,6 +47,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Bitbucket",
+        family="developer-tools",
         signs="HMAC-SHA256 hex of the body (X-Hub-Signature: sha256=)",
         unsigned="X-Request-UUID / X-Request-Id (the key) and X-Event-Key (the type); no timestamp",
         proof="docs-only",

@@ -157,6 +157,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Braintree",
+        family="payments",
         signs="HMAC-SHA1 hex of bt_payload under SHA-1(private key), in bt_signature (public|hex)",
         unsigned="bt_signature's other pairs (the key is the body's hash: a form re-sent with"
         " one more pair is a new event); no delivery id; the kind is inside the payload",

@@ -44,6 +44,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Calendly",
+        family="business-apps",
         signs="HMAC-SHA256 hex of `{t}.{body}` (Calendly-Webhook-Signature t=, v1=)",
         unsigned="nothing: the type is in the signed body; no delivery id (the body's hash)",
         proof="docs-only",

@@ -1,5 +1,6 @@
 """Every scheme described from its record: what ``inbox providers`` prints and what
-docs/providers.md holds between its markers (a test fails when the two differ).
+docs/providers.md holds between its markers, a table a family of providers (a test fails
+when the two differ).
 
 Describing a scheme imports its module: this is for the command and the docs, never for
 receiving, which loads only the schemes its sources use.
@@ -11,6 +12,7 @@ from typing import Any
 
 from inbox._core.config.schemes import SCHEMES
 
+from ._provider import FAMILIES
 from ._registry import provider
 
 __all__ = ["TABLE_BEGIN", "TABLE_END", "catalog", "describe", "markdown_table"]
@@ -39,6 +41,7 @@ def describe(name: str) -> dict[str, Any]:
     return {
         "verifier": record.name,
         "title": about.title,
+        "family": about.family,
         "signs": about.signs,
         "unsigned": about.unsigned,
         "key_from": [str(spec) for spec in record.key_specs],
@@ -75,15 +78,19 @@ def _window(entry: dict[str, Any]) -> str:
 
 
 def markdown_table() -> str:
-    """The table of docs/providers.md, markers included."""
-    lines = [
-        TABLE_BEGIN,
-        "",
+    """The tables of docs/providers.md, one a family of providers, markers included."""
+    entries = catalog()
+    header = [
         "| " + " | ".join(title for title, _ in _COLUMNS) + " |",
         "|" + "---|" * len(_COLUMNS),
     ]
-    for entry in catalog():
-        entry = {**entry, "window": _window(entry)}
-        cells = [f"`{entry['verifier']}`", *(_cell(entry[k]) for _, k in _COLUMNS[1:])]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines = [TABLE_BEGIN]
+    for family, heading in FAMILIES.items():
+        lines += ["", f"### {heading}", "", *header]
+        for entry in entries:
+            if entry["family"] != family:
+                continue
+            entry = {**entry, "window": _window(entry)}
+            cells = [f"`{entry['verifier']}`", *(_cell(entry[k]) for _, k in _COLUMNS[1:])]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join([*lines, "", TABLE_END]) + "\n"

@@ -39,6 +39,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Clerk",
+        family="generic",
         signs="HMAC-SHA256 base64 of `{svix-id}.{svix-timestamp}.{body}` (Svix)",
         unsigned="nothing: the id and timestamp are signed; the type is in the body",
         proof="sdk-both-ways",

@@ -42,6 +42,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Coinbase Commerce",
+        family="payments",
         signs="HMAC-SHA256 hex of the body (X-CC-Webhook-Signature)",
         unsigned="nothing: event.id and event.type are in the signed body; no timestamp",
         proof="docs-only",

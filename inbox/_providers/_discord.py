@@ -148,6 +148,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Discord interactions",
+        family="messaging",
         signs="Ed25519 hex of `{timestamp}{body}` (X-Signature-Ed25519, X-Signature-Timestamp)",
         unsigned="nothing: the interaction's id and command name are in the signed body",
         proof="sdk-verifies",

@@ -100,6 +100,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="DocuSign Connect",
+        family="business-apps",
         signs="HMAC-SHA256 base64 of the body, one X-DocuSign-Signature-N per account key",
         unsigned="nothing: no delivery id is sent (the key is the body's hash, which retryCount"
         " changes); no timestamp header",

@@ -78,6 +78,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="GitHub",
+        family="developer-tools",
         signs="HMAC-SHA256 hex of the body (X-Hub-Signature-256: sha256=)",
         unsigned="X-GitHub-Delivery (the key) and X-GitHub-Event (the type); no timestamp",
         proof="vectors",

@@ -42,6 +42,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="GitLab",
+        family="developer-tools",
         signs="nothing: X-Gitlab-Token carries the secret token itself",
         unsigned="the body, Idempotency-Key / X-Gitlab-Event-UUID and X-Gitlab-Event",
         proof="docs-only",

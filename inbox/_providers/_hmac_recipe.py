@@ -217,6 +217,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="HMAC recipe (from options)",
+        family="generic",
         signs="what the options say: an HMAC of a template over the body, timestamp and id",
         unsigned="the id header unless signed_content names {id} (a warning at start-up)",
         proof="vectors",

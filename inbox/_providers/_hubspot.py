@@ -127,6 +127,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="HubSpot (v3)",
+        family="business-apps",
         signs="HMAC-SHA256 base64 of method + URI + body + timestamp (X-HubSpot-Signature-v3)",
         unsigned="nothing: eventId and subscriptionType are in the signed body",
         proof="sdk-both-ways",

@@ -43,6 +43,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Intercom",
+        family="business-apps",
         signs="HMAC-SHA1 hex of the body (X-Hub-Signature: sha1=)",
         unsigned="nothing: the notification id and topic are in the signed body; no timestamp",
         proof="docs-only",

@@ -49,6 +49,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Atlassian Jira Cloud",
+        family="developer-tools",
         signs="HMAC-SHA256 hex of the body (X-Hub-Signature: sha256=), for a webhook with a secret",
         unsigned="X-Atlassian-Webhook-Identifier (the key) and -Retry; no timestamp",
         proof="docs-only",

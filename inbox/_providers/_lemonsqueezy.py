@@ -44,6 +44,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Lemon Squeezy",
+        family="payments",
         signs="HMAC-SHA256 hex of the body (X-Signature)",
         unsigned="X-Event-Name (its twin meta.event_name is signed); no id, no timestamp",
         proof="docs-only",

@@ -78,6 +78,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Linear",
+        family="developer-tools",
         signs="HMAC-SHA256 hex of the body (Linear-Signature); the time is the body's",
         unsigned="Linear-Delivery (the key) and Linear-Event; webhookTimestamp is signed",
         proof="docs-only",

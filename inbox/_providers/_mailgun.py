@@ -118,6 +118,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Mailgun",
+        family="messaging",
         signs="HMAC-SHA256 hex of `{timestamp}{token}`, in the body's signature object",
         unsigned="event-data, the event itself: the signed token (the key) stops its replay",
         proof="docs-only",

@@ -128,6 +128,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Meta (WhatsApp Cloud API, Messenger, Instagram)",
+        family="messaging",
         signs="HMAC-SHA256 hex of the body as sent, unicode escaped (X-Hub-Signature-256: sha256=)",
         unsigned="nothing: no delivery id is sent (the key is the body's hash); no timestamp",
         proof="docs-only",

@@ -88,6 +88,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Mollie (next-gen webhooks)",
+        family="payments",
         signs="HMAC-SHA256 hex of the body (X-Mollie-Signature: sha256=, one per secret)",
         unsigned="nothing: id and type are in the signed event; classic webhooks sign nothing",
         proof="sdk-both-ways",

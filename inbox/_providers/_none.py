@@ -49,6 +49,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="None (unverified)",
+        family="generic",
         signs="nothing: every request is accepted (a warning at start-up)",
         unsigned="everything",
         proof="n/a",

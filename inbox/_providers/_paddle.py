@@ -47,6 +47,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Paddle Billing",
+        family="payments",
         signs="HMAC-SHA256 hex of `{ts}:{body}` (Paddle-Signature ts=;h1=)",
         unsigned="nothing: event_id and event_type are in the signed body",
         proof="sdk-verifies",

@@ -208,6 +208,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="PayPal",
+        family="payments",
         signs="SHA256withRSA (PAYPAL-TRANSMISSION-SIG) of transmission id|time|webhook id|CRC32"
         " of the body; certificate by PAYPAL-CERT-URL",
         unsigned="PAYPAL-CERT-URL (checked: PayPal's host; its certificate is fetched and its"

@@ -176,6 +176,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Plaid",
+        family="payments",
         signs="ES256 JWT (Plaid-Verification) of iat and the body's SHA-256; key by its kid",
         unsigned="nothing; no delivery id (the body's hash); keys are fetched from Plaid's API",
         proof="docs-only",

@@ -99,6 +99,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Postmark",
+        family="messaging",
         signs="nothing: HTTP basic auth from the webhook URL's user:password, as Postmark advises",
         unsigned="the body, with RecordType; no delivery id (the body's hash)",
         proof="docs-only",

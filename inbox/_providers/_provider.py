@@ -22,9 +22,11 @@ from ._base import Signer, Verifier, WebhookRequest
 
 __all__ = [
     "DEFAULT_TOLERANCE_SECONDS",
+    "FAMILIES",
     "PROOFS",
     "VERIFY_TOKEN_OPTION",
     "About",
+    "Family",
     "GetHandshakeKeys",
     "HandshakeReply",
     "Proof",
@@ -46,6 +48,17 @@ HandshakeReply = Mapping[str, Any] | str
 Proof = Literal["sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a"]
 PROOFS: tuple[Proof, ...] = ("sdk-both-ways", "sdk-verifies", "vectors", "docs-only", "n/a")
 
+
+# Kinds of provider, in the order docs/providers.md lists them, with their headings: a
+# reader looks for their provider among its peers, not among 40 rows.
+Family = Literal["payments", "messaging", "business-apps", "developer-tools", "generic"]
+FAMILIES: Mapping[Family, str] = {
+    "payments": "Payments",
+    "messaging": "Communication: chat, email, SMS, calls, streams",
+    "business-apps": "Business apps: commerce, CRM, support, forms, scheduling, signatures",
+    "developer-tools": "Developer tools",
+    "generic": "Generic schemes and identity",
+}
 
 # The replay window of a signed time whose provider documents none: the window most
 # providers that document one choose (Stripe, Slack, Standard Webhooks, HubSpot, Plaid).
@@ -195,6 +208,7 @@ class About:
     """What ``inbox providers`` and docs/providers.md say of a scheme, for a user on call."""
 
     title: str
+    family: Family
     # What the signature covers, and what travels beside it unsigned (ids, type headers).
     signs: str
     unsigned: str

@@ -44,6 +44,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Razorpay",
+        family="payments",
         signs="HMAC-SHA256 hex of the body (X-Razorpay-Signature)",
         unsigned="X-Razorpay-Event-Id (the key); no timestamp",
         proof="sdk-verifies",

@@ -43,6 +43,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Resend",
+        family="messaging",
         signs="HMAC-SHA256 base64 of `{svix-id}.{svix-timestamp}.{body}` (Svix)",
         unsigned="nothing: the id and timestamp are signed; the type is in the body",
         proof="sdk-both-ways",

@@ -122,6 +122,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="SendGrid (Event Webhook)",
+        family="messaging",
         signs="ECDSA P-256 SHA-256 of `{timestamp}{body}` (X-Twilio-Email-Event-Webhook-*)",
         unsigned="nothing; no delivery id (a POST is an array of events: the body's hash)",
         proof="sdk-verifies",

@@ -48,6 +48,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Sentry (integration platform)",
+        family="developer-tools",
         signs="HMAC-SHA256 hex of the body (Sentry-Hook-Signature)",
         unsigned="Request-ID (the key), Sentry-Hook-Resource (the type), Sentry-Hook-Timestamp",
         proof="docs-only",

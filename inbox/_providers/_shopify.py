@@ -98,6 +98,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Shopify",
+        family="business-apps",
         signs="HMAC-SHA256 base64 of the body (X-Shopify-Hmac-Sha256)",
         unsigned="X-Shopify-Event-Id or -Webhook-Id (the key), X-Shopify-Topic; no timestamp",
         proof="docs-only",

@@ -120,6 +120,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Slack",
+        family="messaging",
         signs="HMAC-SHA256 hex of `v0:{timestamp}:{body}` (X-Slack-Signature: v0=)",
         unsigned="nothing: event_id and the type are in the signed body",
         proof="vectors",

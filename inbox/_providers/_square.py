@@ -94,6 +94,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Square",
+        family="payments",
         signs="HMAC-SHA256 base64 of the notification URL + body (x-square-hmacsha256-signature)",
         unsigned="nothing: event_id and type are in the signed body; no timestamp",
         proof="sdk-verifies",

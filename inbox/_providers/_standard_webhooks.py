@@ -221,6 +221,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Standard Webhooks (and Svix)",
+        family="generic",
         signs="HMAC-SHA256 (v1) or Ed25519 (v1a) of `{webhook-id}.{webhook-timestamp}.{body}`",
         unsigned="nothing: the id and timestamp are signed; the type is in the body",
         proof="sdk-both-ways",

@@ -129,6 +129,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Stripe",
+        family="payments",
         signs="HMAC-SHA256 hex of `{t}.{body}` (Stripe-Signature t=, v1=)",
         unsigned="nothing: the event id and type are in the signed body",
         proof="docs-only",

@@ -53,6 +53,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Telegram Bot API",
+        family="messaging",
         signs="nothing: X-Telegram-Bot-Api-Secret-Token carries setWebhook's secret_token",
         unsigned="the body, with update_id (the key)",
         proof="docs-only",

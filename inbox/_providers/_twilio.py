@@ -213,6 +213,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Twilio",
+        family="messaging",
         signs="HMAC-SHA1 (or SHA-256) base64 of the URL and sorted form fields (JSON: bodySHA256)",
         unsigned="I-Twilio-Idempotency-Token (the key); no timestamp",
         proof="sdk-both-ways",

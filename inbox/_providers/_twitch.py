@@ -139,6 +139,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Twitch EventSub",
+        family="messaging",
         signs="HMAC-SHA256 hex of `{message id}{timestamp}{body}` (sha256=)",
         unsigned="Twitch-Eventsub-Message-Type and -Subscription-Type headers (also in body)",
         proof="docs-only",

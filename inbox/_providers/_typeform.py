@@ -44,6 +44,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Typeform",
+        family="business-apps",
         signs="HMAC-SHA256 base64 of the body (Typeform-Signature: sha256=)",
         unsigned="nothing: event_id and event_type are in the signed body; no timestamp",
         proof="docs-only",

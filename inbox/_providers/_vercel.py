@@ -41,6 +41,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Vercel",
+        family="developer-tools",
         signs="HMAC-SHA1 hex of the body (x-vercel-signature)",
         unsigned="nothing: id and type are in the signed body; no timestamp",
         proof="docs-only",

@@ -152,6 +152,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="WeChat Pay",
+        family="payments",
         signs="SHA256withRSA of `{timestamp}\\n{nonce}\\n{body}\\n`, key by Wechatpay-Serial",
         unsigned="nothing: the id and event_type are in the signed body",
         proof="docs-only",

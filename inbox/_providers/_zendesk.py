@@ -117,6 +117,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Zendesk",
+        family="business-apps",
         signs="HMAC-SHA256 base64 of `{timestamp}{body}` (X-Zendesk-Webhook-Signature)",
         unsigned="X-Zendesk-Webhook-Invocation-Id (the key); no documented window",
         proof="docs-only",

@@ -86,6 +86,7 @@ PROVIDER = Provider(
     signer=_signer,
     about=About(
         title="Zoom",
+        family="messaging",
         signs="HMAC-SHA256 hex of `v0:{timestamp}:{body}` (x-zm-signature: v0=)",
         unsigned="nothing: no delivery id is sent (the key is the body's hash); event is signed",
         proof="docs-only",

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from inbox._cli.main import main
-from inbox._providers import SCHEMES
+from inbox._providers import SCHEMES, provider
 from inbox._providers._catalog import TABLE_BEGIN, TABLE_END, catalog, markdown_table
+from inbox._providers._provider import FAMILIES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 
@@ -35,9 +36,17 @@ def test_the_docs_table_is_the_generated_one() -> None:
     )
 
 
-def test_every_scheme_is_in_the_table_once() -> None:
-    rows = [line for line in markdown_table().splitlines() if line.startswith("| `")]
-    assert [row.split("`")[1] for row in rows] == list(SCHEMES)
+def test_every_scheme_is_in_the_tables_once_under_its_family() -> None:
+    sections = markdown_table().split("\n### ")[1:]
+    assert [s.splitlines()[0] for s in sections] == list(FAMILIES.values())
+    listed = []
+    for family, section in zip(FAMILIES, sections, strict=True):
+        rows = [line for line in section.splitlines() if line.startswith("| `")]
+        names = [row.split("`")[1] for row in rows]
+        assert names, family
+        assert all(provider(name).about.family == family for name in names), family
+        listed += names
+    assert sorted(listed) == list(SCHEMES)
 
 
 def test_json_lists_every_scheme_with_every_field(capsys: pytest.CaptureFixture[str]) -> None:
