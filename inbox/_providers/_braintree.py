@@ -165,6 +165,7 @@ PROVIDER = Provider(
         proof_source="braintree",
         handshake="GET bt_challenge answered as text/plain, public_key|HMAC-SHA1 of it (the"
         " public_key option; else 403), not stored",
+        retries="the same form, re-sent hourly: the body's hash, the key, stays",
     ),
     sample=_sample,
     new_id=lambda: uuid.uuid4().hex[:12],

@@ -25,6 +25,7 @@ _COLUMNS = (
     ("provider", "title"),
     ("what is signed", "signs"),
     ("not signed", "unsigned"),
+    ("a retry", "retries"),
     ("key from", "key_from"),
     ("type from", "type_from"),
     ("window", "window"),
@@ -50,6 +51,7 @@ def describe(name: str) -> dict[str, Any]:
         "tolerance_seconds": about.default_window,
         "window_source": about.window_source or None,
         "handshake": about.handshake or None,
+        "retries": about.retries or None,
         "proof": about.proof,
         "proof_source": about.proof_source or None,
     }

@@ -106,6 +106,8 @@ PROVIDER = Provider(
         " changes); no timestamp header",
         proof="docs-only",
         proof_source="https://developers.docusign.com/platform/webhooks/connect/validate/",
+        retries="a new body (retryCount grows), so a new key: DocuSign retries only without a"
+        " 200, so a retry after a lost 200 is stored as a second event",
     ),
     key_specs=specs("body-sha256"),
     type_specs=specs("json:/event"),

@@ -135,6 +135,9 @@ PROVIDER = Provider(
         tolerance_seconds=300,
         window_source="https://developers.hubspot.com/docs/api/webhooks/validating-requests"
         " (five minutes; hubspot-api-client's MAX_ALLOWED_TIMESTAMP)",
+        retries="a new POST, signed anew: its timestamp is the attempt's (the five-minute window"
+        " would refuse every later retry otherwise) and attemptNumber grows in the body; eventId,"
+        " the key, stays",
     ),
     key_specs=specs("json:/0/eventId"),
     type_specs=specs("json:/0/subscriptionType"),

@@ -54,6 +54,8 @@ PROVIDER = Provider(
         unsigned="X-Atlassian-Webhook-Identifier (the key) and -Retry; no timestamp",
         proof="docs-only",
         proof_source="https://developer.atlassian.com/cloud/jira/platform/webhooks/",
+        retries="the same X-Atlassian-Webhook-Identifier (the key) on every retry of one delivery;"
+        " X-Atlassian-Webhook-Retry counts them",
     ),
     key_specs=specs("header:x-atlassian-webhook-identifier"),
     type_specs=specs("json:/webhookEvent"),

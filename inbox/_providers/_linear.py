@@ -85,6 +85,9 @@ PROVIDER = Provider(
         proof_source="https://linear.app/developers/webhooks",
         tolerance_seconds=60,
         window_source="https://linear.app/developers/webhooks (within a minute)",
+        retries="signed anew with a fresh webhookTimestamp (the SDK's 60 s window would refuse it"
+        " otherwise); the docs do not say whether Linear-Delivery, the key, stays. The"
+        " Linear-Timestamp header the SDK prefers is not signed: the body's time is checked",
     ),
     key_specs=specs("header:linear-delivery"),
     type_specs=specs("json:/type"),

@@ -216,6 +216,8 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://developer.paypal.com/api/rest/webhooks/rest/",
         window_source="none documented (PayPal's webhook verification; each retry is signed anew)",
+        retries="a new transmission (id, time, signature) of the same body: the event id, the key,"
+        " stays",
     ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/event_type"),

@@ -224,6 +224,9 @@ class About:
     window_source: str = ""
     # The handshake, in words ("" when there is none).
     handshake: str = ""
+    # What a retry carries, as the provider's docs (or SDK) tell: whether it keeps the key,
+    # and whether it is signed anew ("" where not recorded).
+    retries: str = ""
 
     @property
     def default_window(self) -> int | None:

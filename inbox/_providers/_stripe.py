@@ -137,6 +137,7 @@ PROVIDER = Provider(
         tolerance_seconds=300,
         window_source="https://docs.stripe.com/webhooks#replay-attacks"
         " (its libraries' five minutes)",
+        retries="the same event (its id, the key), signed anew with a new timestamp",
     ),
     key_specs=specs("json:/id"),
     type_specs=specs("json:/type"),

@@ -7,7 +7,7 @@ Zoom documents no window: the signed timestamp gets the default one, or the sour
 A notification carries no delivery id, so the key is the body's hash (a retry re-sends the
 same body; ``event_ts`` tells two events apart); the type is the body's ``event``.
 
-``endpoint.url_validation`` (sent, signed, when the endpoint is saved and every few days
+``endpoint.url_validation`` (sent, signed, when the endpoint is saved and every 72 hours
 after) is answered with its ``plainToken`` and ``encryptedToken``, the hex HMAC-SHA256 of
 the token under the secret token that signed the request, and not stored.
 """
@@ -92,7 +92,9 @@ PROVIDER = Provider(
         proof="docs-only",
         proof_source="https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events",
         window_source="none documented (Zoom's Verify webhook events)",
-        handshake="endpoint.url_validation: plainToken and its HMAC (encryptedToken), not stored",
+        handshake="endpoint.url_validation, signed like any event (when the endpoint is saved,"
+        " then every 72 hours): plainToken and encryptedToken, its hex HMAC-SHA256 under the"
+        " secret token (as Zoom's webhook-sample), not stored",
     ),
     key_specs=specs("body-sha256"),
     type_specs=specs("json:/event"),

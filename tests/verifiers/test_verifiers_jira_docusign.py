@@ -91,6 +91,11 @@ def test_a_connect_message_signed_from_the_docs_verifies_under_any_of_its_keys()
     assert rotated[1] == "envelope-completed"
     with pytest.raises(VerificationError, match="bad_signature"):
         received("docusign", headers, DOCUSIGN_BODY + b" ", now=NOW, secrets=[DOCUSIGN_KEY])
+    # A retry is a new body (retryCount grows), so a new key: see the record's retries.
+    retry = DOCUSIGN_BODY.replace(b'"retryCount": 0', b'"retryCount": 1')
+    signed_retry = {"X-DocuSign-Signature-1": docusign_compute_hash(DOCUSIGN_KEY, retry)}
+    again = received("docusign", signed_retry, retry, now=NOW, secrets=[DOCUSIGN_KEY])
+    assert again[0] != found[0]
     unnumbered = {"X-DocuSign-Signature": headers["X-DocuSign-Signature-2"]}
     with pytest.raises(VerificationError, match="missing_header"):
         received("docusign", unnumbered, DOCUSIGN_BODY, now=NOW, secrets=[DOCUSIGN_KEY])
