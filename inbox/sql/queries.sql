@@ -142,6 +142,10 @@ select lo, hi from inbox_partition_for(coalesce(%(at)s::timestamptz, now()))
 -- A payload-free hint: the work table is the truth, a notification only says "look now".
 select pg_notify('inbox_work', '')
 
+-- name: schema_revision
+-- The schema's revision, which a writer reads once before its first write of its own.
+select version_num from alembic_version
+
 -- name: ping
 -- The health check: the server answers and the schema is there.
 select 1 from inbox_keys limit 1

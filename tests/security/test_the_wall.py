@@ -78,6 +78,7 @@ def test_a_work_grant_left_from_before_still_meets_row_security(db_url: str, rol
     receiver = roles.names.of("receiver")
     with psycopg.connect(db_url) as conn:
         conn.execute(f"grant insert (event_id, received_at) on inbox_work to {receiver}")
+        conn.execute(f"grant select (xmin) on inbox_keys to {receiver}")
     with (
         psycopg.connect(roles.url("receiver")) as conn,
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"),
