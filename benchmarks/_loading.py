@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import psycopg
 
 from benchmarks._payloads import EVENT_TYPE, make_body, make_headers
 
-__all__ = ["analyze", "load_history", "load_inbox_backlog", "unqueued"]
+__all__ = ["analyze", "load_history", "load_inbox_backlog"]
 
-# As the writer appends: the key first (it draws the id), then the event, whose work row
-# the database queues.
+# As the writer appends: the key first (it draws the id), then the event, then its work.
 LOAD_BACKLOG = """
 with keyed as (
     insert into inbox_keys (source, idempotency_key, body_sha256)
@@ -25,13 +21,17 @@ with keyed as (
     from generate_series(1, %(n)s) as g
     order by g
     returning event_id, received_at, source, idempotency_key
+),
+ev as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256)
+    select k.event_id, k.received_at, k.source, k.idempotency_key, %(event_type)s,
+           %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea)
+    from keyed k
+    order by k.event_id
+    returning id, received_at
 )
-insert into inbox_events
-    (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256)
-select k.event_id, k.received_at, k.source, k.idempotency_key, %(event_type)s,
-       %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea)
-from keyed k
-order by k.event_id
+insert into inbox_work (event_id, received_at) select id, received_at from ev
 """
 
 LOAD_HISTORY = """
@@ -58,17 +58,6 @@ select id, received_at, 1, received_at, received_at + interval '2 ms', 'processe
        'bench.history', 'history:1/0'
 from ev
 """
-
-
-@contextmanager
-def unqueued(conn: psycopg.Connection[Any]) -> Iterator[None]:
-    """Append history, not a backlog: the events appended inside get no work row from the
-    database (migration 0017's trigger is off in this transaction only, which holds a lock
-    on the log meanwhile). Needs the owner."""
-    with conn.transaction():
-        conn.execute("alter table inbox_events disable trigger inbox_events_queue")
-        yield
-        conn.execute("alter table inbox_events enable trigger inbox_events_queue")
 
 
 def load_inbox_backlog(url: str, n: int, *, notify: bool = False, vacuum: bool = False) -> None:
@@ -99,8 +88,7 @@ def load_history(url: str, n: int) -> None:
             "select count(*) from generate_series(now() - interval '31 days', now(),"
             " interval '1 day') t cross join lateral inbox_partition_for(t)"
         )
-        with unqueued(conn):
-            conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
+        conn.execute(LOAD_HISTORY, {"n": n, "event_type": EVENT_TYPE, "body": body})
     analyze(url, vacuum=True)
 
 

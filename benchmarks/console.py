@@ -40,7 +40,6 @@ from benchmarks._common import (
     median,
     percentile,
 )
-from benchmarks._loading import unqueued
 from benchmarks._report_frame import Report, command_parser
 from inbox import queries
 from inbox._core.database import migrate as _migrate
@@ -144,9 +143,8 @@ def fill(url: str, *, events: int, sources: int = 100, days: float = 30.0) -> No
     }
     with psycopg.connect(url) as conn:
         conn.execute(PARTITIONS, params)
-        with unqueued(conn):
-            for statement in (FILL_EVENTS, FILL_ATTEMPTS, FILL_DELIVERIES, FILL_WORK):
-                conn.execute(statement, params)  # type: ignore[call-overload]
+        for statement in (FILL_EVENTS, FILL_ATTEMPTS, FILL_DELIVERIES, FILL_WORK):
+            conn.execute(statement, params)  # type: ignore[call-overload]
         conn.commit()
     # A replay run of a hundred dead letters, through the API (its audit row included).
     dead = list(range(7, events, 1000))[:100]

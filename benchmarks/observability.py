@@ -69,8 +69,7 @@ for name, hook in (("handler span", handler_run), ("stored context", current_tra
 
 
 def fill(conn: psycopg.Connection[object], start: int, end: int) -> None:
-    """Events start+1..end, each with the work row the database queues (a backlog nobody has
-    processed)."""
+    """Events start+1..end, each with its work row (a backlog nobody has processed)."""
     conn.execute(
         "with keyed as ("
         " insert into inbox_keys (source, idempotency_key, body_sha256)"
@@ -82,6 +81,11 @@ def fill(conn: psycopg.Connection[object], start: int, end: int) -> None:
         " select event_id, received_at, source, idempotency_key, '{}', '\\x7b7d', body_sha256"
         " from keyed",
         {"sources": SOURCES, "start": start + 1, "end": end},
+    )
+    conn.execute(
+        "insert into inbox_work (event_id, received_at)"
+        " select id, received_at from inbox_events where id > %s",
+        [start],
     )
     conn.execute("vacuum analyze inbox_events")
     conn.execute("vacuum analyze inbox_work")

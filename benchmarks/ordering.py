@@ -46,19 +46,26 @@ with keyed as (
     from generate_series(1, %(n)s) as g
     order by g
     returning event_id, received_at, source, idempotency_key
+),
+ev as (
+    insert into inbox_events
+        (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256,
+         ordering_key, order_at, on_dead)
+    select k.event_id, k.received_at, k.source, k.idempotency_key, 'invoice.paid',
+           %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea),
+           case when %(keys)s::int > 0
+                then 'key-' || (substr(k.idempotency_key, 3)::int %% %(keys)s::int) end,
+           case when %(keys)s::int > 0
+                then now() + substr(k.idempotency_key, 3)::int * interval '1 us' end,
+           case when %(keys)s::int > 0 then 'hold' end
+    from keyed k
+    order by k.event_id
+    returning id, received_at, source, ordering_key, order_at, on_dead
 )
-insert into inbox_events
-    (id, received_at, source, idempotency_key, event_type, headers, body, body_sha256,
-     ordering_key, order_at, on_dead)
-select k.event_id, k.received_at, k.source, k.idempotency_key, 'invoice.paid',
-       %(headers)s::jsonb, %(body)s::bytea, sha256(%(body)s::bytea),
-       case when %(keys)s::int > 0
-            then 'key-' || (substr(k.idempotency_key, 3)::int %% %(keys)s::int) end,
-       case when %(keys)s::int > 0
-            then now() + substr(k.idempotency_key, 3)::int * interval '1 us' end,
-       case when %(keys)s::int > 0 then 'hold' end
-from keyed k
-order by k.event_id
+insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+select id, received_at, case when ordering_key is not null then source end, ordering_key,
+       order_at, on_dead
+from ev
 """
 
 # Per hot key: its events' settle times in order, as gaps (seconds) and its own rate.

@@ -41,7 +41,6 @@ from typing import Any
 import psycopg
 
 from benchmarks._common import OUT_DIR, median, percentile
-from benchmarks._loading import unqueued
 from benchmarks._report_frame import Report, command_parser
 from inbox import AsyncInboxWriter, InboxWriter, queries
 from inbox._core.database import migrate as _migrate
@@ -112,8 +111,7 @@ def _fill_prune_data(url: str, n: int, *, partitioned: bool) -> None:
                 "select count(*) from generate_series(now() - interval '121 days', now(),"
                 " interval '1 day') t cross join lateral inbox_partition_for(t)"
             )
-            with unqueued(conn):
-                conn.execute(FILL_KEYED, params)
+            conn.execute(FILL_KEYED, params)
             history = FILL_HISTORY.format(received="received_at,", receipt="received_at,")
         else:
             conn.execute(FILL_PLAIN, params)
@@ -209,9 +207,8 @@ def _fill_log(url: str, n: int) -> None:
             " interval '1 day') t cross join lateral inbox_partition_for(t)"
         )
         step = 500_000
-        with unqueued(conn):
-            for start in range(1, n + 1, step):
-                conn.execute(FILL_LOG, {"n": n, "start": start, "end": min(n, start + step - 1)})
+        for start in range(1, n + 1, step):
+            conn.execute(FILL_LOG, {"n": n, "start": start, "end": min(n, start + step - 1)})
         conn.execute("vacuum analyze")
 
 

@@ -11,13 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from inbox import (
-    AsyncInboxWriter,
-    DatabaseUnavailableError,
-    InboxWriter,
-    InvalidWriteError,
-    MigrationError,
-)
+from inbox import AsyncInboxWriter, DatabaseUnavailableError, InboxWriter, InvalidWriteError
 from tests._ordering import ordering_of
 from tests._wait import rows
 
@@ -440,25 +434,3 @@ def test_an_import_into_a_period_without_a_partition_makes_it_once(db_url: str) 
     assert rows(db_url, "select received_at from inbox_events where id = %s", [again.event_id]) == [
         (long_ago,)
     ]
-
-
-def test_a_writer_refuses_a_schema_that_would_not_queue_its_events(db_url: str) -> None:
-    """Before 0017 the writers queued each event's work themselves: this code there would
-    append events that nothing processes, so its first write of its own says to upgrade."""
-    from inbox._core.database import migrate
-
-    migrate.downgrade(db_url, "0016")
-    with InboxWriter(db_url) as writer, pytest.raises(MigrationError, match=r"0016.*upgrade"):
-        writer.write("stripe", "evt_1", b"{}")
-
-    async def write_async() -> None:
-        async with AsyncInboxWriter(db_url) as writer:
-            await writer.write("stripe", "evt_2", b"{}")
-
-    with pytest.raises(MigrationError, match=r"revision 0016, .* needs 0017"):
-        asyncio.run(write_async())
-    assert _counts(db_url) == {"inbox_events": 0, "inbox_work": 0, "inbox_deliveries": 0}
-    migrate.upgrade(db_url)
-    with InboxWriter(db_url) as writer:
-        assert writer.write("stripe", "evt_1", b"{}").is_new
-    assert _counts(db_url) == {"inbox_events": 1, "inbox_work": 1, "inbox_deliveries": 0}

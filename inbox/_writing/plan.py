@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, LiteralString
 
-from inbox._core.errors import InvalidWriteError, MigrationError
+from inbox._core.errors import InvalidWriteError
 from inbox._core.sql import load_queries
 from inbox._core.tracing import NO_TRACE_CONTEXT, TraceContext
 
@@ -44,24 +44,6 @@ RECORD_DUPLICATE: LiteralString = QUERIES["record_duplicate"]
 NOTIFY_WORK: LiteralString = QUERIES["notify_work"]
 PARTITION_FOR: LiteralString = QUERIES["partition_for"]
 PING: LiteralString = QUERIES["ping"]
-SCHEMA_REVISION: LiteralString = QUERIES["schema_revision"]
-
-# The first revision whose database queues each new event's work (0017): a writer of this
-# code on an older schema would append events that nothing ever processes.
-SCHEMA_AT_LEAST = 17
-
-
-def schema_refusal(rows: list[tuple[Any, ...]]) -> MigrationError | None:
-    """The error for a schema older than this writer needs, else None (a revision that is
-    not one of pg-inbox's numbers is let be)."""
-    revision = str(rows[0][0]) if rows else ""
-    if not revision.isdigit() or int(revision) >= SCHEMA_AT_LEAST:
-        return None
-    return MigrationError(
-        f"the database is at schema revision {revision}, and this version of"
-        f" pg-inbox needs {SCHEMA_AT_LEAST:04d} or later (there, the database queues each"
-        " new event's work): run `inbox db upgrade` first"
-    )
 
 
 @dataclass(frozen=True, slots=True)

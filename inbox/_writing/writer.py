@@ -22,13 +22,11 @@ from inbox._writing.plan import (
     NOTIFY_WORK,
     PARTITION_FOR,
     PING,
-    SCHEMA_REVISION,
     WriteRequest,
     WriteResult,
     first_row,
     missing_partition,
     read_result,
-    schema_refusal,
 )
 
 if TYPE_CHECKING:
@@ -75,8 +73,6 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._closed = False
-        self._schema_checked = False
-        self._schema_lock = threading.Lock()
         self._pid = os.getpid()
         self._groups = SyncWriteGroups(
             self._fetch_own,
@@ -95,8 +91,6 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
             if at is not None:
                 self._partition_for(at)
             if conn is None:
-                if not self._schema_checked:
-                    self._check_schema()
                 if plan.notifies_in_statement:
                     result = self._write_one(plan.params)
                 else:
@@ -111,23 +105,6 @@ class InboxWriter(WriterBase["ConnectionPool", "psycopg.Connection[Any]", WriteR
         if self._owes_wake_up(plan, result):
             self._after_commit()
         return result
-
-    def _check_schema(self) -> None:
-        """Once, before the first write of the writer's own (the threads that come first
-        together wait for the one check); a failed check is made again by the next write."""
-        import psycopg
-
-        with self._schema_lock:
-            if self._schema_checked:
-                return
-            try:
-                rows = self._fetch_own(SCHEMA_REVISION, {})
-            except psycopg.errors.InsufficientPrivilege:
-                rows = []  # a role not granted the revision's table: nothing to check
-            refusal = schema_refusal(rows)
-            if refusal is not None:
-                raise refusal
-            self._schema_checked = True
 
     def _forked(self) -> None:
         """In a child process: the pool's connections are the parent's sockets. They are let

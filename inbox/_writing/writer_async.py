@@ -19,13 +19,11 @@ from inbox._writing.plan import (
     NOTIFY_WORK,
     PARTITION_FOR,
     PING,
-    SCHEMA_REVISION,
     WriteRequest,
     WriteResult,
     first_row,
     missing_partition,
     read_result,
-    schema_refusal,
 )
 
 if TYPE_CHECKING:
@@ -74,8 +72,6 @@ class AsyncInboxWriter(
         from inbox._writing.groups_async import WriteGroups
 
         self._opened = not self._owns_pool
-        self._schema_checked = False
-        self._schema_check: asyncio.Future[None] | None = None
         self._trailing: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         # Group statements in flight: one makes fewer, larger groups, which pays where the
@@ -113,8 +109,6 @@ class AsyncInboxWriter(
                     raise
             else:
                 await self.open()
-                if not self._schema_checked:
-                    await self._await_schema_check()
                 if plan.notifies_in_statement:
                     result = await self._write_one(plan.params)
                 else:
@@ -122,35 +116,6 @@ class AsyncInboxWriter(
         if self._owes_wake_up(plan, result):
             await self._after_commit()
         return result
-
-    async def _await_schema_check(self) -> None:
-        """One check for the writes that come first together: they go on in the same pass
-        of the event loop, so they still make one group. A failed check is made again by
-        the next write."""
-        import asyncio  # loaded: this runs in its event loop
-
-        check = self._schema_check
-        if check is None:
-            check = self._schema_check = asyncio.ensure_future(self._check_schema())
-        try:
-            await asyncio.shield(check)
-        except BaseException:
-            if check.done() and self._schema_check is check:
-                self._schema_check = None
-            raise
-
-    async def _check_schema(self) -> None:
-        import psycopg
-
-        # Driver errors reach each waiting write, which says which write met them.
-        try:
-            rows = await self._fetch_own(SCHEMA_REVISION, {})
-        except psycopg.errors.InsufficientPrivilege:
-            rows = []  # a role not granted the revision's table: nothing to check against
-        refusal = schema_refusal(rows)
-        if refusal is not None:
-            raise refusal
-        self._schema_checked = True
 
     async def ping(self) -> None:
         """Check that the database answers and holds the inbox schema (health checks).

@@ -2,7 +2,7 @@
 
 -- name: insert_event
 -- One round trip for a new event: claim its key, and only when the key is new, append the
--- event (whose work row the database queues: migration 0017's trigger). The key table (inbox_keys) is what makes a key unique, for
+-- event and queue its work row. The key table (inbox_keys) is what makes a key unique, for
 -- good: its row stays when the event's partition of the log is dropped, so a key delivered
 -- again after that is still a duplicate. It also draws the event's id.
 -- A key that was already there is recorded as a duplicate delivery here too, one
@@ -17,8 +17,8 @@
 -- concurrent writers: that is the mode for writes joined to a caller's transaction (whose
 -- commit the writer cannot observe); standalone writes notify after commit, coalesced.
 -- An ordered event (%(ordering_key)s not null) carries its key, its order timestamp (the
--- given one, else its arrival) and its dead-letter policy, on the log, from which its work
--- row (the claim's) is made, now and by replays.
+-- given one, else its arrival) and its dead-letter policy, on the log (replays re-create
+-- work rows from it) and on its work row (the claim).
 with keyed as (
     insert into inbox_keys (source, idempotency_key, received_at, body_sha256)
     values (%(source)s, %(key)s, coalesce(%(received_at)s::timestamptz, now()),
@@ -39,6 +39,13 @@ inserted as (
     select event_id, received_at, %(source)s, %(key)s, %(event_type)s, %(verifier)s,
            %(headers)s, %(body)s, %(body_sha256)s, %(ordering_key)s::text, order_at,
            %(on_dead)s::text, %(traceparent)s, %(tracestate)s
+    from ordering
+),
+queued as (
+    insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+    select event_id, received_at,
+           case when %(ordering_key)s::text is not null then %(source)s::text end,
+           %(ordering_key)s::text, order_at, %(on_dead)s::text
     from ordering
 ),
 -- A key that was there already: its repeat is recorded by the database, which finds the
@@ -119,6 +126,13 @@ inserted as (
     select event_id, received_at, source, idempotency_key, event_type, verifier, headers,
            body, body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate
     from ordered
+),
+queued as (
+    insert into inbox_work (event_id, received_at, source, ordering_key, order_at, on_dead)
+    select event_id, received_at,
+           case when ordering_key is not null then source end,
+           ordering_key, order_at, on_dead
+    from ordered
 )
 select input.n, keyed.event_id
 from input
@@ -141,10 +155,6 @@ select lo, hi from inbox_partition_for(coalesce(%(at)s::timestamptz, now()))
 -- name: notify_work
 -- A payload-free hint: the work table is the truth, a notification only says "look now".
 select pg_notify('inbox_work', '')
-
--- name: schema_revision
--- The schema's revision, which a writer reads once before its first write of its own.
-select version_num from alembic_version
 
 -- name: ping
 -- The health check: the server answers and the schema is there.

@@ -55,11 +55,11 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 -- hash): insert_event's ON CONFLICT and RETURNING. It never reads the log: no body, no
 -- headers. The key table's identity draws the event's id, which needs no grant of its
 -- own. traceparent and tracestate are the receipt span's context, written with the event
--- (never read back here). It writes no work: the database queues each new event's, and
--- refuses an event whose key was not written in the same transaction (migration 0017,
--- which reads the key row's xmin). A repeat delivery is recorded by the database from the
--- key (inbox_record_delivery): the receiver never names an event.
-grant select (source, idempotency_key, event_id, received_at, body_sha256)
+-- (never read back here). A work row it writes must be a new event's: a trigger checks, once
+-- per statement, that its key was written in the same transaction (migration 0017). A
+-- repeat delivery is recorded by the database from the key (inbox_record_delivery): the
+-- receiver never names an event.
+grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)
     on {schema}.inbox_keys to {receiver};
 grant insert (source, idempotency_key, received_at, body_sha256)
     on {schema}.inbox_keys to {receiver};
@@ -67,6 +67,8 @@ grant insert (source, idempotency_key, received_at, body_sha256)
 grant insert (id, received_at, source, idempotency_key, event_type, verifier, headers, body,
               body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate)
     on {schema}.inbox_events to {receiver};
+grant insert (event_id, received_at, source, ordering_key, order_at, on_dead)
+    on {schema}.inbox_work to {receiver};
 -- An import names its receipt time, whose partition of the log it may have made (nothing
 -- else: the function only creates the empty partitions of one period).
 grant execute on function {schema}.inbox_partition_for(timestamptz),

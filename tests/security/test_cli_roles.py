@@ -53,7 +53,7 @@ def test_sql_is_printed_for_a_dba_without_touching_the_database() -> None:
     assert printed.stdout.startswith("begin;")
     assert printed.stdout.rstrip().endswith("commit;")
     assert (
-        "grant select (source, idempotency_key, event_id, received_at, body_sha256)\n"
+        "grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)\n"
         '    on "public".inbox_keys to "pay_receiver"'
     ) in printed.stdout
     assert "{" not in printed.stdout
