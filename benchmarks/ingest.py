@@ -9,7 +9,10 @@ What is measured, at 1, 16 and 64 concurrent writers:
   ``notify="after_commit"`` (the default: a coalesced, payload-free NOTIFY after commit) and
   ``notify="in_transaction"`` (NOTIFY inside the inserting statement);
 - the ceiling: ``pgbench -n -M prepared`` running the writer's own ``insert_event`` statement
-  (insert ``ON CONFLICT DO NOTHING`` + the work row, no NOTIFY) with the same parameters.
+  (insert ``ON CONFLICT DO NOTHING`` + the work row, no NOTIFY) with the same parameters;
+- with ``--roles owner,receiver``, each writer also logged in as a least-privileged receiver
+  (``inbox db roles``' grants), whose work rows the database checks (docs/security.md): the
+  cost of that check beside the owner's writes, which it skips.
 
 Every write is a new key with a ~1 KB JSON body. Each writer gets a pool of as many
 connections as there are writers (pgbench opens one per client). Each run gets a fresh
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
@@ -39,6 +43,9 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from benchmarks._common import fetch_one, own_cpu_seconds, server_facts
@@ -48,6 +55,7 @@ from benchmarks._report_frame import Driver
 from benchmarks._wakeups import APP_NAME, Listener
 from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core.database import migrate as _migrate
+from inbox._core.database.roles import PARTS, RoleNames, grant_roles
 from inbox.testing import create_database, drop_database, new_database
 
 WRITER_CONFIGS = (
@@ -196,13 +204,22 @@ def _sync_writers(
 
 
 def run_writer(
-    url: str, listener: Listener, kind: str, mode: str, writers: int, timing: Timing
+    url: str,
+    listener: Listener,
+    kind: str,
+    mode: str,
+    writers: int,
+    timing: Timing,
+    write_url: str | None = None,
 ) -> Run:
+    """One run; the writers log in with ``write_url`` when given (a receiver's login),
+    the listener and the counts with ``url``."""
     listener.start(url)
+    writing = write_url or url
     if kind == "async":
-        out = asyncio.run(_async_writers(url, listener, mode, writers, timing))
+        out = asyncio.run(_async_writers(writing, listener, mode, writers, timing))
     else:
-        out = _sync_writers(url, listener, mode, writers, timing)
+        out = _sync_writers(writing, listener, mode, writers, timing)
     count, _last_at, seen = out.wake
     events, work = _count_rows(url)
     return Run(
@@ -229,6 +246,7 @@ class Config:
     kind: str  # "pgbench" | "async" | "sync"
     mode: str  # notify mode, "" for pgbench
     writers: int
+    role: str = "owner"  # "owner" | "receiver": the role the writers log in as
     runs: list[Run] = field(default_factory=list)
 
     @property
@@ -236,7 +254,7 @@ class Config:
         if self.kind == PGBENCH:
             return "pgbench (ceiling)"
         cls = "AsyncInboxWriter" if self.kind == "async" else "InboxWriter (threads)"
-        return f"{cls}, {self.mode}"
+        return f"{cls}, {self.mode}" + (", as receiver" if self.role == "receiver" else "")
 
     def median(self) -> float:
         return statistics.median(r.rate for r in self.runs)
@@ -271,16 +289,24 @@ def _options(p: argparse.ArgumentParser) -> None:
         help="comma-separated subset of: pgbench, async-after_commit, async-in_transaction,"
         " sync-after_commit, sync-in_transaction",
     )
+    p.add_argument(
+        "--roles",
+        default="owner",
+        help="comma-separated: owner (the tables' owner, the default), receiver (a login"
+        " holding only the receiver's grants)",
+    )
 
 
-def build_configs(writer_counts: Sequence[int], only: Set[str] = frozenset()) -> list[Config]:
+def build_configs(
+    writer_counts: Sequence[int], only: Set[str] = frozenset(), roles: Sequence[str] = ("owner",)
+) -> list[Config]:
     configs: list[Config] = []
     for writers in writer_counts:
         if not only or PGBENCH in only:
             configs.append(Config(PGBENCH, "", writers))
         for kind, mode in WRITER_CONFIGS:
             if not only or f"{kind}-{mode}" in only:
-                configs.append(Config(kind, mode, writers))
+                configs += [Config(kind, mode, writers, role) for role in roles]
     return configs
 
 
@@ -342,21 +368,56 @@ def _measure_one(
     with new_database(server, template=template) as url:
         if c.kind == PGBENCH:
             return run_ceiling(pgbench, script, url, c.writers, t)
-        return run_writer(url, listener, c.kind, c.mode, c.writers, t)
+        login = _login(url, RECEIVER) if c.role == "receiver" else None
+        return run_writer(url, listener, c.kind, c.mode, c.writers, t, login)
+
+
+# The benchmark's own receiver roles: made in the template (its clones carry the grants),
+# dropped once the template is.
+RECEIVER = RoleNames(prefix="inbox_bench")
+
+
+def _login(url: str, names: RoleNames) -> str:
+    return make_conninfo(url, user=f"{names.of('receiver')}_login")
+
+
+def _make_receiver(template_url: str, names: RoleNames) -> None:
+    with psycopg.connect(template_url, autocommit=True) as conn:
+        grant_roles(conn, names)  # type: ignore[arg-type]
+        conn.execute(
+            sql.SQL("create role {} login in role {}").format(
+                sql.Identifier(f"{names.of('receiver')}_login"),
+                sql.Identifier(names.of("receiver")),
+            )
+        )
+
+
+def _drop_roles(server: str, names: RoleNames) -> None:
+    """Every role of ``names`` (the databases they held grants in are gone)."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        for role in [f"{names.of('receiver')}_login", *(names.of(p) for p in PARTS)]:
+            conn.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(role)))
 
 
 def measure(server: str, args: argparse.Namespace, logs: Path | None = None) -> IngestResult:
     """Every configuration the command line names, ``--runs`` times on ``server``, the runs
     interleaved."""
     only = {s.strip() for s in args.only.split(",") if s.strip()}
-    configs = build_configs([int(w) for w in args.writers.split(",")], only)
+    roles = [s.strip() for s in args.roles.split(",") if s.strip()]
+    if not set(roles) <= {"owner", "receiver"}:
+        raise SystemExit(f"ingest: --roles {args.roles!r}: use owner, receiver or both")
+    configs = build_configs([int(w) for w in args.writers.split(",")], only, roles)
     runs, timing = args.runs, Timing(args.warmup, args.duration)
     pgbench, origin = find_pgbench(server_facts(server)["server_version"])
     version = pgbench_version(pgbench)
     listener = Listener()
     template = f"inbox_bench_tpl_{uuid.uuid4().hex[:12]}"
     try:
-        _migrate.upgrade(create_database(server, template))
+        template_url = create_database(server, template)
+        _migrate.upgrade(template_url)
+        if "receiver" in roles:
+            _drop_roles(server, RECEIVER)  # left by an interrupted run
+            _make_receiver(template_url, RECEIVER)
         with tempfile.TemporaryDirectory(prefix="inbox-bench-pgbench-") as tmp:
             script = Path(tmp) / "insert_event.sql"
             script.write_text(pgbench_script(), encoding="utf-8")
@@ -377,6 +438,9 @@ def measure(server: str, args: argparse.Namespace, logs: Path | None = None) -> 
                     )
     finally:
         drop_database(server, template)
+        if "receiver" in roles:
+            with contextlib.suppress(psycopg.Error):
+                _drop_roles(server, RECEIVER)
         listener.close()
     return IngestResult(configs, timing, runs, f"{version} ({origin})")
 
