@@ -42,6 +42,7 @@ import uuid
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -52,11 +53,16 @@ from benchmarks._common import fetch_one, own_cpu_seconds, server_facts
 from benchmarks._payloads import EVENT_TYPE, SOURCE, make_body, make_headers
 from benchmarks._pgbench import find_pgbench, pgbench_script, pgbench_version, run_pgbench
 from benchmarks._report_frame import Driver
+from benchmarks._servers import cpu_seconds
 from benchmarks._wakeups import APP_NAME, Listener
 from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core.database import migrate as _migrate
 from inbox._core.database.roles import PARTS, RoleNames, grant_roles
 from inbox.testing import create_database, drop_database, new_database
+
+Admin = psycopg.Connection[Any]
+# The writers' connections, told apart from the listener's by name (their CPU is measured).
+WRITERS_APP_NAME = f"{APP_NAME} writers"
 
 WRITER_CONFIGS = (
     ("async", "after_commit"),
@@ -77,6 +83,7 @@ class Run:
     tail_woken: bool | None = None
     rows_ok: bool | None = None
     client_cpu: float | None = None  # CPU seconds of the client per wall second
+    database_us: float | None = None  # CPU us of the writers' PostgreSQL backends a write
     note: str = ""
 
 
@@ -103,6 +110,7 @@ class WriterOutcome:
     last_done: float  # monotonic time the last write returned
     client_cpu: float  # CPU seconds of this process per wall second, while writing
     wake: tuple[int, float, int]  # the listener's (count, last notification at, rows seen)
+    database_us: float  # CPU us of the writers' backends a write, warm-up and tail included
 
 
 # After the writers stop, wait this long before asking the listener what it saw: past the
@@ -112,11 +120,22 @@ TAIL_GRACE_SECONDS = 0.25
 
 
 def _pool_kwargs() -> dict[str, object]:
-    return {"autocommit": True, "application_name": APP_NAME}
+    return {"autocommit": True, "application_name": WRITERS_APP_NAME}
+
+
+def _backends_cpu(admin: psycopg.Connection[Any]) -> float:
+    """CPU seconds so far of the writers' backends (by their application_name; the server
+    runs on this machine, so /proc is its)."""
+    rows = admin.execute(
+        "select pid from pg_stat_activity where datname = current_database()"
+        " and application_name = %s",
+        [WRITERS_APP_NAME],
+    ).fetchall()
+    return sum(cpu_seconds(pid) for (pid,) in rows)
 
 
 async def _async_writers(
-    url: str, listener: Listener, mode: str, writers: int, timing: Timing
+    url: str, listener: Listener, mode: str, writers: int, timing: Timing, admin: Admin
 ) -> WriterOutcome:
     pool = AsyncConnectionPool(
         url, min_size=writers, max_size=writers, kwargs=_pool_kwargs(), open=False
@@ -125,9 +144,10 @@ async def _async_writers(
     writer = AsyncInboxWriter(pool=pool, notify=mode)  # type: ignore[arg-type]
     tag = uuid.uuid4().hex[:8]
     last_done = 0.0
+    done = 0
 
     async def one(n: int, start: float, end: float) -> int:
-        nonlocal last_done
+        nonlocal last_done, done
         counted = i = 0
         while True:
             key = f"{tag}-{n}-{i}"
@@ -135,6 +155,7 @@ async def _async_writers(
             await writer.write(
                 SOURCE, key, make_body(key), make_headers(key), event_type=EVENT_TYPE
             )
+            done += 1
             now = time.monotonic()
             last_done = max(last_done, now)
             if now >= end:
@@ -143,20 +164,22 @@ async def _async_writers(
                 counted += 1
 
     try:
+        db0 = _backends_cpu(admin)
         cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         start, end = timing.window(wall0)
         counts = await asyncio.gather(*(one(n, start, end) for n in range(writers)))
         cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
+        database_us = (_backends_cpu(admin) - db0) / max(done, 1) * 1e6
         await asyncio.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         await writer.close()
     finally:
         await pool.close()
-    return WriterOutcome(sum(counts), last_done, cpu, wake)
+    return WriterOutcome(sum(counts), last_done, cpu, wake, database_us)
 
 
 def _sync_writers(
-    url: str, listener: Listener, mode: str, writers: int, timing: Timing
+    url: str, listener: Listener, mode: str, writers: int, timing: Timing, admin: Admin
 ) -> WriterOutcome:
     pool = ConnectionPool(
         url, min_size=writers, max_size=writers, kwargs=_pool_kwargs(), open=False
@@ -165,6 +188,7 @@ def _sync_writers(
     writer = InboxWriter(pool=pool, notify=mode)  # type: ignore[arg-type]
     tag = uuid.uuid4().hex[:8]
     counts = [0] * writers
+    done = [0] * writers
     last_done = [0.0] * writers
     barrier = threading.Barrier(writers + 1)
     window: list[float] = []
@@ -177,6 +201,7 @@ def _sync_writers(
             key = f"{tag}-{n}-{i}"
             i += 1
             writer.write(SOURCE, key, make_body(key), make_headers(key), event_type=EVENT_TYPE)
+            done[n] += 1
             now = time.monotonic()
             last_done[n] = now
             if now >= end:
@@ -189,18 +214,20 @@ def _sync_writers(
     try:
         for t in threads:
             t.start()
+        db0 = _backends_cpu(admin)
         cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         window.extend(timing.window(wall0))
         barrier.wait()
         for t in threads:
             t.join()
         cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
+        database_us = (_backends_cpu(admin) - db0) / max(sum(done), 1) * 1e6
         time.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         writer.close()
     finally:
         pool.close()
-    return WriterOutcome(sum(counts), max(last_done), cpu, wake)
+    return WriterOutcome(sum(counts), max(last_done), cpu, wake, database_us)
 
 
 def run_writer(
@@ -216,10 +243,11 @@ def run_writer(
     the listener and the counts with ``url``."""
     listener.start(url)
     writing = write_url or url
-    if kind == "async":
-        out = asyncio.run(_async_writers(writing, listener, mode, writers, timing))
-    else:
-        out = _sync_writers(writing, listener, mode, writers, timing)
+    with psycopg.connect(url, autocommit=True) as admin:
+        if kind == "async":
+            out = asyncio.run(_async_writers(writing, listener, mode, writers, timing, admin))
+        else:
+            out = _sync_writers(writing, listener, mode, writers, timing, admin)
     count, _last_at, seen = out.wake
     events, work = _count_rows(url)
     return Run(
@@ -228,6 +256,7 @@ def run_writer(
         tail_woken=seen == events,
         rows_ok=events == work and events >= out.counted,
         client_cpu=out.client_cpu,
+        database_us=out.database_us,
         note="" if events == work else f"events={events} work={work}",
     )
 
@@ -321,8 +350,8 @@ def render(result: IngestResult) -> list[str]:
         "## Ingest through the library: new events/s, writers beside pgbench",
         "",
         "| writers | client | writes/s (median) | range | spread | vs pgbench"
-        " | notifications (median) | tail woken | rows ok | client CPU |",
-        "|---:|---|---:|---:|---:|---:|---:|:-:|:-:|---:|",
+        " | notifications (median) | tail woken | rows ok | client CPU | database µs a write |",
+        "|---:|---|---:|---:|---:|---:|---:|:-:|:-:|---:|---:|",
     ]
     for c in configs:
         if not c.runs:
@@ -339,10 +368,12 @@ def render(result: IngestResult) -> list[str]:
         rows_ok = "yes" if all(r.rows_ok for r in c.runs) else "NO"
         cpus = [r.client_cpu for r in c.runs if r.client_cpu is not None]
         cpu = f"{statistics.median(cpus):.0%}" if cpus else "—"
+        dbs = [r.database_us for r in c.runs if r.database_us is not None]
+        db = f"{statistics.median(dbs):.0f}" if dbs else "—"
         lines.append(
             f"| {c.writers} | {c.label} | {fmt_rate(med)} | {fmt_rate(min(rates))}-"
             f"{fmt_rate(max(rates))} | {spread:.0%} | {ratio} | {notif} | {tail} | {rows_ok}"
-            f" | {cpu} |"
+            f" | {cpu} | {db} |"
         )
     lines += [
         "",
@@ -357,7 +388,9 @@ def render(result: IngestResult) -> list[str]:
         " (insert ON CONFLICT DO NOTHING + work row, NOTIFY off) with -n -M prepared; each"
         " writer has a pool of as many connections as writers. 'client CPU' = CPU time of the"
         " load generator (the Python process, or pgbench) per wall-clock second, median (100% ="
-        f" one core of {os.cpu_count()}); the LISTEN process is not included.",
+        f" one core of {os.cpu_count()}); the LISTEN process is not included. 'database µs a"
+        " write' = CPU time of the writers' PostgreSQL backends over every write of the run"
+        " (warm-up included), median: the server's share, which runs on this machine.",
     ]
     return lines
 
