@@ -55,10 +55,10 @@ grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 -- hash): insert_event's ON CONFLICT and RETURNING. It never reads the log: no body, no
 -- headers. The key table's identity draws the event's id, which needs no grant of its
 -- own. traceparent and tracestate are the receipt span's context, written with the event
--- (never read back here). A work row it writes must be a new event's: a trigger checks, once
--- per statement, that its key was written in the same transaction (migration 0017). A
--- repeat delivery is recorded by the database from the key (inbox_record_delivery): the
--- receiver never names an event.
+-- (never read back here). A work row it writes must be a new event's: row security checks
+-- that its key was written in the same transaction (inbox_work_is_new, which reads the key
+-- row's xmin as the receiver). A repeat delivery is recorded by the database from the key
+-- (inbox_record_delivery): the receiver never names an event.
 grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)
     on {schema}.inbox_keys to {receiver};
 grant insert (source, idempotency_key, received_at, body_sha256)

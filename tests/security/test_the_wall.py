@@ -49,16 +49,9 @@ def _work(db_url: str) -> list[tuple[object, ...]]:
 def test_the_receiver_cannot_queue_a_stored_event_again(db_url: str, roles: Roles) -> None:
     event_id, received_at = _processed(db_url)
     with psycopg.connect(roles.url("receiver")) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only with its new key"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             conn.execute(
                 "insert into inbox_work (event_id, received_at) values (%s, %s)",
-                [event_id, received_at],
-            )
-        conn.rollback()
-        # Nor by naming a replay, which only the owner's audited functions may.
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-            conn.execute(
-                "insert into inbox_work (event_id, received_at, replay_id) values (%s, %s, 1)",
                 [event_id, received_at],
             )
         conn.rollback()
@@ -69,7 +62,7 @@ def test_the_receiver_cannot_queue_a_stored_event_again(db_url: str, roles: Role
             " select %s::bigint as event_id, %s::timestamptz as received_at",
             [event_id, received_at],
         )
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only with its new key"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             conn.execute(
                 "with k as (insert into public.inbox_keys (source, idempotency_key, body_sha256)"
                 " values ('x', 'y', sha256('')) returning event_id, received_at)"
