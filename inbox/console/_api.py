@@ -13,6 +13,7 @@ import psycopg
 
 from inbox import queries
 from inbox._operations import console_sessions as _sessions
+from inbox._operations import console_sign_ins as _sign_ins
 from inbox._operations import replay as _replay
 from inbox._operations.models import EventDetail, EventPage, EventSummary, Status
 from inbox._operations.records import Activity, AuditPage, ReplayProgress, WorkerVersion
@@ -23,11 +24,13 @@ from inbox.console._filters import ParsedFilter
 __all__ = [
     "Overview",
     "audit",
+    "begin_sign_in",
     "dead_page",
     "delivery_body",
     "end_session",
     "event_detail",
     "events_page",
+    "forgive_sign_in",
     "overview",
     "replay_preview",
     "replay_progress",
@@ -168,3 +171,7 @@ def audit(conn: Conn, cursor: str | None) -> AuditPage:
 start_session = _sessions.start_session
 touch_session = _sessions.touch_session
 end_session = _sessions.end_session
+
+# The count of failed sign-ins every console process shares (inbox.console._limits).
+begin_sign_in = _sign_ins.begin_sign_in
+forgive_sign_in = _sign_ins.forgive_sign_in

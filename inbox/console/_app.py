@@ -139,10 +139,12 @@ def build_app(
             "console.secret_key is too short: use at least 16 random characters",
             field="console.secret_key",
         )
+    pool = ConsolePool(dsn, settings.database)
     console = Console(
         settings=settings,
-        pool=ConsolePool(dsn, settings.database),
+        pool=pool,
         limiter=LoginLimiter(
+            pool,
             settings.console.login_attempts,
             settings.console.login_window_seconds,
             settings.console.login_attempts_per_address,

@@ -2,21 +2,18 @@
 
 An attempt is counted when it starts, before its password is hashed, and forgiven only when
 it succeeds: the hash runs in a thread, so counting after it would let concurrent guesses
-all pass the check before the first one is counted. The check and the count happen on the
-event loop with no await between them, so they are atomic there. Each process counts its
-own attempts (``inbox serve`` with several processes has several counters).
+all pass the check before the first one is counted. The count lives in the database
+(inbox._operations.console_sign_ins), so every console process spends the same budget, and
+the check and the count are one transaction that holds a lock on the address, so they are
+atomic across processes too.
 """
 
 from __future__ import annotations
 
-import time
-from collections import deque
+from inbox.console import _api
+from inbox.console._pool import ConsolePool
 
 __all__ = ["LoginLimiter", "SignInLimited"]
-
-Key = tuple[str, ...]
-
-MAX_KEYS = 10_000
 
 
 class SignInLimited(Exception):
@@ -32,45 +29,31 @@ class LoginLimiter:
     """At most ``attempts`` failed sign-ins per (name, address), and ``per_address`` per
     address whatever the names (password spraying), within ``window`` seconds."""
 
-    def __init__(self, attempts: int, window: float, per_address: int) -> None:
+    def __init__(self, pool: ConsolePool, attempts: int, window: float, per_address: int) -> None:
+        self.pool = pool
         self.attempts = attempts
         self.window = window
         self.per_address = per_address
-        self._failures: dict[Key, deque[float]] = {}
 
-    def _recent(self, key: Key, now: float) -> deque[float]:
-        failures = self._failures.get(key, deque())
-        while failures and failures[0] <= now - self.window:
-            failures.popleft()
-        return failures
-
-    def _limits(self, name: str, address: str) -> list[tuple[Key, int]]:
-        return [(("name", name, address), self.attempts), (("address", address), self.per_address)]
-
-    def begin(self, name: str, address: str, now: float | None = None) -> float:
-        """Count an attempt as failed until :meth:`succeeded` says otherwise; its time.
+    async def begin(self, name: str, address: str) -> int:
+        """Count an attempt as failed until :meth:`succeeded` says otherwise; its id.
         Raises :class:`SignInLimited` (counting nothing) when a limit is reached."""
-        now = time.monotonic() if now is None else now
-        if len(self._failures) > MAX_KEYS:  # bounded: forget keys whose failures expired
-            for stale in [k for k in self._failures if not self._recent(k, now)]:
-                del self._failures[stale]
-        limits = self._limits(name, address)
-        for key, limit in limits:
-            failures = self._recent(key, now)
-            if len(failures) >= limit:
-                raise SignInLimited(
-                    failures[-limit] + self.window - now, per_address=key[0] == "address"
-                )
-        for key, _ in limits:
-            failures = self._recent(key, now)
-            failures.append(now)
-            self._failures[key] = failures
-        return now
+        count = await self.pool.run(
+            _api.begin_sign_in,
+            name,
+            address,
+            attempts=self.attempts,
+            per_address=self.per_address,
+            window_seconds=self.window,
+        )
+        if count.name_wait is not None:
+            raise SignInLimited(count.name_wait, per_address=False)
+        if count.address_wait is not None:
+            raise SignInLimited(count.address_wait, per_address=True)
+        assert count.attempt is not None  # under both limits, so counted
+        return count.attempt
 
-    def succeeded(self, name: str, address: str, started: float) -> None:
-        """The attempt begun at ``started`` was right: it is no failure (earlier ones in the
-        window still count, so a right guess does not reset the attacker's budget)."""
-        for key, _ in self._limits(name, address):
-            failures = self._failures.get(key)
-            if failures is not None and started in failures:
-                failures.remove(started)
+    async def succeeded(self, attempt: int) -> None:
+        """The attempt was right: it is no failure (earlier ones in the window still count,
+        so a right guess does not reset the attacker's budget)."""
+        await self.pool.run(_api.forgive_sign_in, attempt)

@@ -68,7 +68,7 @@ async def login_submit(request: Request) -> Response:
     password = str(form.get("password") or "")
     peer = request.client.host if request.client else ""
     try:
-        started = console.limiter.begin(name, peer)
+        attempt = await console.limiter.begin(name, peer)
     except SignInLimited as limited:
         log.warning(
             "console_sign_in_limited", user=name, peer=peer, per_address=limited.per_address
@@ -85,7 +85,7 @@ async def login_submit(request: Request) -> Response:
     if principal is None:
         log.info("console_sign_in_failed", user=name, peer=peer)
         return _form(request, error="Wrong user name or password.", status=401, name=name)
-    console.limiter.succeeded(name, peer, started)
+    await console.limiter.succeeded(attempt)
     await start_session(console.settings.console, console.pool, request, principal)
     log.info("console_signed_in", user=principal.name, role=principal.role)
     return RedirectResponse(_next(request, str(form.get("next") or "")), 303)

@@ -26,7 +26,7 @@ revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempt
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
               {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
               {schema}.inbox_partitions, {schema}.inbox_retention,
-              {schema}.inbox_console_sessions
+              {schema}.inbox_console_sessions, {schema}.inbox_console_signin_attempts
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -110,8 +110,11 @@ grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, j
                           {schema}.inbox_replay_enqueue(bigint, bigint[], bigint)
     to {operator};
 -- The console (which runs as the operator) keeps its users' sessions: signed in, used,
--- signed out. These rows hold no part of the log.
-grant select, insert, update, delete on {schema}.inbox_console_sessions to {operator}
+-- signed out; and the sign-in attempts every console process counts (UPDATE only for the
+-- row locks of deleting expired ones). These rows hold no part of the log.
+grant select, insert, update, delete on {schema}.inbox_console_sessions,
+                                        {schema}.inbox_console_signin_attempts
+    to {operator}
 
 -- name: retention
 -- Nothing but the audited functions: they read and delete as the owner (the drop of what

@@ -12,7 +12,7 @@ from inbox.console import create_app
 from tests._wait import wait_for
 from tests.console._outage import OutageProxy
 from tests.console._seed import Seeded
-from tests.console.conftest import OPERATOR, make_settings, sign_in
+from tests.console.conftest import OPERATOR, csrf_of, make_settings, sign_in
 
 
 @pytest.fixture
@@ -40,6 +40,11 @@ def test_database_down_is_a_503_page_and_the_console_recovers(
             assert 'id="db-unavailable"' in page.text
             assert "database is unavailable" in page.text
             assert page.headers["content-security-policy"].startswith("default-src 'self'")
+        # Signing in needs the database before the password is checked: the count is there.
+        form = {"username": OPERATOR[0], "password": OPERATOR[1], "csrf": csrf_of(client)}
+        signing_in = client.post("/login", data=form, follow_redirects=False)
+        assert signing_in.status_code == 503
+        assert 'id="db-unavailable"' in signing_in.text
 
         proxy.up()
         wait_for(

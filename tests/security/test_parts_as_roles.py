@@ -156,3 +156,23 @@ def test_console_sessions_work_as_the_operator_role(db_url: str, roles: Roles) -
     with TestClient(app, cookies={"inbox_console": copied}) as thief:
         assert thief.get("/", follow_redirects=False).status_code == 303
     assert scalar(db_url, "select count(*) from inbox_console_sessions") == 0
+
+
+def test_the_console_sign_in_limit_works_as_the_operator_role(db_url: str, roles: Roles) -> None:
+    from inbox.console import create_app as create_console
+    from tests.console.conftest import OPERATOR, csrf_of, make_settings
+
+    app = create_console(make_settings(login_attempts=2), dsn=roles.url("operator"))
+    with TestClient(app) as client:
+
+        def attempt(password: str) -> int:
+            form = {"username": OPERATOR[0], "password": password, "csrf": csrf_of(client)}
+            return client.post("/login", data=form, follow_redirects=False).status_code
+
+        assert [attempt("guess-1"), attempt("guess-2"), attempt(OPERATOR[1])] == [401, 401, 429]
+        with psycopg.connect(db_url) as conn:  # the window passes
+            conn.execute("update inbox_console_signin_attempts set at = at - interval '1 hour'")
+        # Counted, and the expired rows deleted under their row locks, as the operator.
+        assert attempt("guess-3") == 401
+        assert attempt(OPERATOR[1]) == 303
+    assert scalar(db_url, "select count(*) from inbox_console_signin_attempts") == 1

@@ -97,7 +97,11 @@ NEEDS: dict[str, list[Need]] = {
             "EXECUTE",
         ),
         Need("function", "inbox_replay_enqueue(bigint, bigint[], bigint)", None, "EXECUTE"),
-        *_tables("SELECT INSERT UPDATE DELETE", "inbox_console_sessions"),
+        *_tables(
+            "SELECT INSERT UPDATE DELETE",
+            "inbox_console_sessions",
+            "inbox_console_signin_attempts",
+        ),
     ],
     "retention": [
         Need("function", "inbox_prune(float8, text, text)", None, "EXECUTE"),
