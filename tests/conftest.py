@@ -37,6 +37,16 @@ def pytest_configure(config: pytest.Config) -> None:
     least_roles_mode()  # a bad INBOX_TEST_ROLES stops the run at once, in one line
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``database`` every test that reaches the server under test (through
+    ``pg_server``, which every database fixture stands on), so that CI's runs on a second
+    server and as the least roles may leave out, with ``-m database``, the tests those
+    cannot change: they ran on the embedded server already."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.database)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     import os
 
