@@ -11,6 +11,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 APP = "tests.processors.fault_app:router"
 
+# For the SIGKILL storms' workers. Nothing notifies what a storm leaves behind: a backlog
+# written without NOTIFY, a dead worker's suspects, the next event of a key whose head just
+# settled. An idle claim loop finds them only at its next poll: at the 0.5 s the other fault
+# tests keep, much of a storm's drain was claim loops asleep.
+QUICK_POLL = {"INBOX_WORKER__POLL_INTERVAL_SECONDS": "0.1"}
+
 
 class WorkerProcess:
     """``inbox worker`` in a child process, its output kept in a log file."""

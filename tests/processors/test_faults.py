@@ -17,7 +17,7 @@ import pytest
 from inbox import InboxWriter
 from tests._pg import restartable_database
 from tests._wait import rows, scalar, wait_for
-from tests.processors._procs import WorkerProcess
+from tests.processors._procs import QUICK_POLL, WorkerProcess
 from tests.processors._support import create_business_table
 
 pytestmark = pytest.mark.slow
@@ -159,6 +159,7 @@ def test_sigkill_mid_handler_never_applies_an_effect_twice(
     # Some handlers fail their first attempt after writing, so the kills also land on
     # batches being undone and re-run (savepoints = "batch") or rolled back per event.
     slow = {
+        **QUICK_POLL,
         "FAULT_HANDLER_SLEEP_MS": "20",
         "FAULT_FAIL_FIRST_EVERY": "25",
         "INBOX_WORKER__SAVEPOINTS": savepoints,
@@ -302,14 +303,14 @@ def test_a_replay_that_requires_a_version_runs_once_on_it_through_sigkills(
 
     create_business_table(db_url)
     write_orders(db_url, 600, refunds_too=True)
-    old = {"INBOX_APP__VERSION": "old", "FAULT_HANDLER_SLEEP_MS": "5"}
+    old = {**QUICK_POLL, "INBOX_APP__VERSION": "old", "FAULT_HANDLER_SLEEP_MS": "5"}
     workers.append(WorkerProcess(worker_url, tmp_path, 0, **old))
     wait_for(lambda: queue_is_empty(db_url), timeout=120, what="the first run")
     with psycopg.connect(db_url) as conn:
         conn.execute("truncate payments")  # the business rows the replay must make again
     result = replay(db_url, reason="the fix", event_filter=EventFilter(), require_version="fixed")
     assert result.queued == 600
-    fixed = {"INBOX_APP__VERSION": "fixed", "FAULT_HANDLER_SLEEP_MS": "20"}
+    fixed = {**QUICK_POLL, "INBOX_APP__VERSION": "fixed", "FAULT_HANDLER_SLEEP_MS": "20"}
     workers.extend(WorkerProcess(worker_url, tmp_path, n, **fixed) for n in (1, 2))
     rng = random.Random(11)
     for kill in range(6):

@@ -17,7 +17,7 @@ import pytest
 
 from inbox import AsyncInboxWriter
 from tests._wait import rows, scalar, wait_for
-from tests.processors._procs import WorkerProcess
+from tests.processors._procs import QUICK_POLL, WorkerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +64,7 @@ def test_ordered_keys_keep_their_order_and_effects_through_a_sigkill_storm(
         )
     asyncio.run(_send_shuffled(db_url))
     env = {
+        **QUICK_POLL,
         "FAULT_HANDLER_SLEEP_MS": "5",
         "INBOX_WORKER__BATCH_SIZE": "10",
         # Innocent events that a kill catches again and again must not be dead-lettered as
