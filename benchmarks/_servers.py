@@ -93,6 +93,17 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
+def backends_cpu(conn: psycopg.Connection[Any], application_name: str) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend of ``conn``'s database that reports
+    ``application_name`` (the server runs on this machine: /proc is its), by pid."""
+    rows = conn.execute(
+        "select pid from pg_stat_activity"
+        " where datname = current_database() and application_name = %s",
+        (application_name,),
+    ).fetchall()
+    return {pid: cpu_seconds(pid) for (pid,) in rows}
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` so far (0 when it is gone)."""
     try:

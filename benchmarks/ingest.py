@@ -53,7 +53,7 @@ from benchmarks._common import fetch_one, own_cpu_seconds, server_facts
 from benchmarks._payloads import EVENT_TYPE, SOURCE, make_body, make_headers
 from benchmarks._pgbench import find_pgbench, pgbench_script, pgbench_version, run_pgbench
 from benchmarks._report_frame import Driver
-from benchmarks._servers import cpu_seconds
+from benchmarks._servers import backends_cpu
 from benchmarks._wakeups import APP_NAME, Listener
 from inbox import AsyncInboxWriter, InboxWriter
 from inbox._core.database import migrate as _migrate
@@ -123,15 +123,10 @@ def _pool_kwargs() -> dict[str, object]:
     return {"autocommit": True, "application_name": WRITERS_APP_NAME}
 
 
-def _backends_cpu(admin: psycopg.Connection[Any]) -> float:
-    """CPU seconds so far of the writers' backends (by their application_name; the server
-    runs on this machine, so /proc is its)."""
-    rows = admin.execute(
-        "select pid from pg_stat_activity where datname = current_database()"
-        " and application_name = %s",
-        [WRITERS_APP_NAME],
-    ).fetchall()
-    return sum(cpu_seconds(pid) for (pid,) in rows)
+def _backends_cpu_since(admin: Admin, before: dict[int, float]) -> float:
+    """CPU seconds the writers' backends spent since ``before`` (backends_cpu's reading)."""
+    now = backends_cpu(admin, WRITERS_APP_NAME)
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in now.items())
 
 
 async def _async_writers(
@@ -164,12 +159,12 @@ async def _async_writers(
                 counted += 1
 
     try:
-        db0 = _backends_cpu(admin)
+        db0 = backends_cpu(admin, WRITERS_APP_NAME)
         cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         start, end = timing.window(wall0)
         counts = await asyncio.gather(*(one(n, start, end) for n in range(writers)))
         cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
-        database_us = (_backends_cpu(admin) - db0) / max(done, 1) * 1e6
+        database_us = _backends_cpu_since(admin, db0) / max(done, 1) * 1e6
         await asyncio.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         await writer.close()
@@ -214,14 +209,14 @@ def _sync_writers(
     try:
         for t in threads:
             t.start()
-        db0 = _backends_cpu(admin)
+        db0 = backends_cpu(admin, WRITERS_APP_NAME)
         cpu0, wall0 = own_cpu_seconds(), time.monotonic()
         window.extend(timing.window(wall0))
         barrier.wait()
         for t in threads:
             t.join()
         cpu = (own_cpu_seconds() - cpu0) / (time.monotonic() - wall0)
-        database_us = (_backends_cpu(admin) - db0) / max(sum(done), 1) * 1e6
+        database_us = _backends_cpu_since(admin, db0) / max(sum(done), 1) * 1e6
         time.sleep(TAIL_GRACE_SECONDS)
         wake = listener.stop()
         writer.close()

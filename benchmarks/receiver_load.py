@@ -50,7 +50,7 @@ from benchmarks._servers import (
     WSGI_APPS,
     Served,
     WsgiApp,
-    cpu_seconds,
+    backends_cpu,
     handwritten,
     inbox_serve,
     noop_endpoint,
@@ -173,14 +173,7 @@ class _Backends:
         self._conn, self._name = conn, application_name
 
     def cpu(self) -> dict[int, float]:
-        if not self._name:
-            return {}
-        rows = self._conn.execute(
-            "select pid from pg_stat_activity"
-            " where datname = current_database() and application_name = %s",
-            (self._name,),
-        ).fetchall()
-        return {pid: cpu_seconds(pid) for (pid,) in rows}
+        return backends_cpu(self._conn, self._name) if self._name else {}
 
 
 def _measure_one(
