@@ -11,8 +11,8 @@ What is measured, at 1, 16 and 64 concurrent writers:
 - the ceiling: ``pgbench -n -M prepared`` running the writer's own ``insert_event`` statement
   (insert ``ON CONFLICT DO NOTHING`` + the work row, no NOTIFY) with the same parameters;
 - with ``--roles owner,receiver``, each writer also logged in as a least-privileged receiver
-  (``inbox db roles``' grants), whose work rows the database checks (docs/security.md): the
-  cost of that check beside the owner's writes, which it skips.
+  (``inbox db roles``' grants: EXECUTE on the owner's write functions, which every writer
+  calls, and nothing else; docs/security.md), beside the owner: what the role costs.
 
 Every write is a new key with a ~1 KB JSON body. Each writer gets a pool of as many
 connections as there are writers (pgbench opens one per client). Each run gets a fresh

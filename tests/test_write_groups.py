@@ -234,7 +234,7 @@ def test_a_group_whose_commit_outcome_is_unknown_fails_every_write(
     # error, as a single write's caller would, and never a "duplicate" answer for an event
     # it created.
     cutter = CommitCutter(
-        after=b"ordinality", forward_commit=commit_reaches_server, cut_at_after=True
+        after=b"inbox_write_events(", forward_commit=commit_reaches_server, cut_at_after=True
     )
     proxy = PostgresProxy(db_url, cutter)
 

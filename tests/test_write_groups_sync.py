@@ -96,7 +96,7 @@ def test_a_connection_lost_mid_group_fails_each_of_its_writes_and_acknowledges_n
     db_url: str, commit_reaches_server: bool
 ) -> None:
     cutter = CommitCutter(
-        after=b"ordinality", forward_commit=commit_reaches_server, cut_at_after=True
+        after=b"inbox_write_events(", forward_commit=commit_reaches_server, cut_at_after=True
     )
     proxy = PostgresProxy(db_url, cutter)
     try:

@@ -31,29 +31,9 @@ WRITTEN_HERE = """
 """
 
 
-def upgrade() -> None:
-    op.execute(
-        """
-    -- The database login that ran an audited action, beside the actor it says it is
-    -- (created_by): the default is the session's, which a SECURITY DEFINER function does
-    -- not change. Rows written before this revision have none.
-    alter table inbox_replays add column login text;
-    alter table inbox_replays alter column login set default session_user;
-    alter table inbox_prunes add column login text;
-    alter table inbox_prunes alter column login set default session_user;
-"""
-        + WRITTEN_HERE
-        + """
-    -- A work row written by anyone but the owner (the receiver, in insert_event) must be
-    -- the new event's: its key row was written in this transaction, so its id was drawn
-    -- here. The check is row security's (the owner, and the audited functions, which run
-    -- as the owner, queue any event); it runs as each row is written, when its key row,
-    -- written earlier by the same statement, is visible only to a volatile function's
-    -- fresh snapshot: hence a function, not an inline expression.
-    -- Without a SET clause, which would cost each call a save and restore of the
-    -- settings: every name is qualified instead (the schema's when it is made, pg_catalog's
-    -- operators), so no search_path of the caller's (a temporary inbox_keys, an operator of
-    -- its own) answers for them.
+# The receiver's work check (row security on inbox_work for INSERT); 0018 drops it, and
+# its downgrade makes it again.
+WORK_IS_NEW = """\
     do $do$
     begin
         execute format($f$
@@ -87,7 +67,35 @@ def upgrade() -> None:
     $f$, current_schema());
     end
     $do$;
+"""
 
+
+def upgrade() -> None:
+    op.execute(
+        """
+    -- The database login that ran an audited action, beside the actor it says it is
+    -- (created_by): the default is the session's, which a SECURITY DEFINER function does
+    -- not change. Rows written before this revision have none.
+    alter table inbox_replays add column login text;
+    alter table inbox_replays alter column login set default session_user;
+    alter table inbox_prunes add column login text;
+    alter table inbox_prunes alter column login set default session_user;
+"""
+        + WRITTEN_HERE
+        + """
+    -- A work row written by anyone but the owner (the receiver, in insert_event) must be
+    -- the new event's: its key row was written in this transaction, so its id was drawn
+    -- here. The check is row security's (the owner, and the audited functions, which run
+    -- as the owner, queue any event); it runs as each row is written, when its key row,
+    -- written earlier by the same statement, is visible only to a volatile function's
+    -- fresh snapshot: hence a function, not an inline expression.
+    -- Without a SET clause, which would cost each call a save and restore of the
+    -- settings: every name is qualified instead (the schema's when it is made, pg_catalog's
+    -- operators), so no search_path of the caller's (a temporary inbox_keys, an operator of
+    -- its own) answers for them.
+"""
+        + WORK_IS_NEW
+        + """
     -- A repeat delivery of a known key: the database finds the key's event and compares
     -- the body's hash; the caller names the key, never an event. The event's id, or null
     -- when the key is unknown.

@@ -37,7 +37,13 @@ revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_record_delivery(text, text, bytea, bytea),
                        {schema}.inbox_replay_begin(text, text, text, jsonb, integer, integer,
                                                    float8, text, text),
-                       {schema}.inbox_replay_enqueue(bigint, bigint[], bigint)
+                       {schema}.inbox_replay_enqueue(bigint, bigint[], bigint),
+                       {schema}.inbox_write_event(text, text, text, text, jsonb, bytea,
+                                                  bytea, text, timestamptz, text, text,
+                                                  text, timestamptz, boolean),
+                       {schema}.inbox_write_events(text[], text[], text[], text[], jsonb[],
+                                                   bytea[], bytea[], text[], timestamptz[],
+                                                   text[], text[], text[], timestamptz[])
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on sequence {schema}.inbox_replays_id_seq
     from {receiver}, {worker}, {operator}, {retention}
@@ -50,29 +56,21 @@ grant usage on schema {schema} to {receiver}, {worker}, {operator}, {retention};
 grant select on {schema}.alembic_version to {receiver}, {worker}, {operator}
 
 -- name: receiver
--- The internet-facing part appends and nothing else. It reads back only what the duplicate
--- path compares, from the key table (the key, the event's id and receipt time, the body's
--- hash): insert_event's ON CONFLICT and RETURNING. It never reads the log: no body, no
--- headers. The key table's identity draws the event's id, which needs no grant of its
--- own. traceparent and tracestate are the receipt span's context, written with the event
--- (never read back here). A work row it writes must be a new event's: row security checks
--- that its key was written in the same transaction (inbox_work_is_new, which reads the key
--- row's xmin as the receiver). A repeat delivery is recorded by the database from the key
--- (inbox_record_delivery): the receiver never names an event.
-grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)
-    on {schema}.inbox_keys to {receiver};
-grant insert (source, idempotency_key, received_at, body_sha256)
-    on {schema}.inbox_keys to {receiver};
--- An ordered source's events also carry their ordering key, timestamp and policy.
-grant insert (id, received_at, source, idempotency_key, event_type, verifier, headers, body,
-              body_sha256, ordering_key, order_at, on_dead, traceparent, tracestate)
-    on {schema}.inbox_events to {receiver};
-grant insert (event_id, received_at, source, ordering_key, order_at, on_dead)
-    on {schema}.inbox_work to {receiver};
--- An import names its receipt time, whose partition of the log it may have made (nothing
--- else: the function only creates the empty partitions of one period).
-grant execute on function {schema}.inbox_partition_for(timestamptz),
-                          {schema}.inbox_record_delivery(text, text, bytea, bytea)
+-- The internet-facing part appends and nothing else, and only through the owner's write
+-- functions (migration 0018): they claim the key and, only for a key claimed there,
+-- append the event and queue its work, so there is no stored event it could queue again
+-- and no row it names. It reads nothing: no table, no body, no header. A repeat delivery
+-- is recorded by the database from the key (inbox_record_delivery, also called by the
+-- write function). An import names its receipt time, whose partition of the log it may
+-- have made (inbox_partition_for only creates the empty partitions of one period).
+grant execute on function
+    {schema}.inbox_write_event(text, text, text, text, jsonb, bytea, bytea, text,
+                               timestamptz, text, text, text, timestamptz, boolean),
+    {schema}.inbox_write_events(text[], text[], text[], text[], jsonb[], bytea[], bytea[],
+                                text[], timestamptz[], text[], text[], text[],
+                                timestamptz[]),
+    {schema}.inbox_partition_for(timestamptz),
+    {schema}.inbox_record_delivery(text, text, bytea, bytea)
     to {receiver}
 
 -- name: worker

@@ -34,12 +34,15 @@ def test_roles_are_created_once_and_granting_again_changes_nothing(db_url: str) 
             can_read = conn.execute(
                 "select has_column_privilege(%s, 'inbox_events', 'body', 'select'),"
                 " has_column_privilege(%s, 'inbox_events', 'body_sha256', 'select'),"
-                " has_column_privilege(%s, 'inbox_keys', 'body_sha256', 'select')",
-                [f"{prefix}_receiver"] * 3,
+                " has_column_privilege(%s, 'inbox_keys', 'body_sha256', 'select'),"
+                " has_function_privilege(%s, 'inbox_write_event(text, text, text, text,"
+                " jsonb, bytea, bytea, text, timestamptz, text, text, text, timestamptz,"
+                " boolean)', 'execute')",
+                [f"{prefix}_receiver"] * 4,
             ).fetchone()
         assert rows == sorted((name, False) for name in names)
-        # The duplicate path reads the key table only, never the log.
-        assert can_read == (False, False, True)
+        # It reads nothing; it writes through the owner's function.
+        assert can_read == (False, False, False, True)
     finally:
         with psycopg.connect(db_url, autocommit=True) as conn:
             for name in names:
@@ -53,8 +56,7 @@ def test_sql_is_printed_for_a_dba_without_touching_the_database() -> None:
     assert printed.stdout.startswith("begin;")
     assert printed.stdout.rstrip().endswith("commit;")
     assert (
-        "grant select (source, idempotency_key, event_id, received_at, body_sha256, xmin)\n"
-        '    on "public".inbox_keys to "pay_receiver"'
+        '    "public".inbox_record_delivery(text, text, bytea, bytea)\n    to "pay_receiver"'
     ) in printed.stdout
     assert "{" not in printed.stdout
 

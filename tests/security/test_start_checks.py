@@ -97,7 +97,7 @@ def test_serve_with_a_role_that_cannot_append_refuses_to_start(
     assert result.returncode == 2, result.stderr
     [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("inbox: error:")]
     login = roles.login("worker")
-    assert f'inbox serve: the database role "{login}" lacks SELECT on inbox_keys' in line
+    assert f'inbox serve: the database role "{login}" lacks EXECUTE on inbox_write_event(' in line
     assert f'GRANT inbox_receiver TO "{login}"' in line
 
 

@@ -3,6 +3,8 @@ SQL it likes, can do only what its job needs (docs/security.md, "The roles")."""
 
 from __future__ import annotations
 
+import hashlib
+
 import psycopg
 import pytest
 
@@ -38,6 +40,10 @@ def _dead(db_url: str, key: str = "evt_dead") -> int:
     return event_id
 
 
+def _sha(body: bytes) -> bytes:
+    return hashlib.sha256(body).digest()
+
+
 def _work(db_url: str) -> list[tuple[object, ...]]:
     with psycopg.connect(db_url) as conn:
         return conn.execute("select event_id, state from inbox_work order by event_id").fetchall()
@@ -46,30 +52,65 @@ def _work(db_url: str) -> list[tuple[object, ...]]:
 # --- the receiver ------------------------------------------------------------------------
 
 
-def test_the_receiver_cannot_queue_a_stored_event_again(db_url: str, roles: Roles) -> None:
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "insert into inbox_work (event_id, received_at) values (%(id)s, %(at)s)",
+        "insert into inbox_keys (source, idempotency_key, body_sha256)"
+        " values ('x', 'y', sha256(''))",
+        "insert into inbox_events (id, received_at, source, idempotency_key, body,"
+        " body_sha256) values (%(id)s + 1, %(at)s, 'x', 'y', '', sha256(''))",
+        "select * from inbox_keys",
+    ],
+)
+def test_the_receiver_touches_no_table_directly(db_url: str, roles: Roles, statement: str) -> None:
     event_id, received_at = _processed(db_url)
+    with (
+        psycopg.connect(roles.url("receiver")) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for table"),
+    ):
+        conn.execute(statement, {"id": event_id, "at": received_at})
+    assert _work(db_url) == []
+
+
+def test_the_receiver_cannot_queue_a_stored_event_again(db_url: str, roles: Roles) -> None:
+    """Through the write function, a stored event's key is a duplicate: a delivery, no work,
+    whether the key is named plainly or shadowed by a temporary table of that name (the
+    function's search_path is pinned)."""
+    event_id, _ = _processed(db_url)
     with psycopg.connect(roles.url("receiver")) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-            conn.execute(
-                "insert into inbox_work (event_id, received_at) values (%s, %s)",
-                [event_id, received_at],
-            )
-        conn.rollback()
-        # Nor beside a key of its own in the same statement, nor shadowed by a temporary
-        # table of that name (the check's search_path is pinned).
         conn.execute(
-            "create temp table inbox_keys as"
-            " select %s::bigint as event_id, %s::timestamptz as received_at",
+            "create temp table inbox_keys (source text, idempotency_key text, event_id bigint,"
+            " received_at timestamptz, body_sha256 bytea)",
+        )
+        again = conn.execute(
+            "select * from inbox_write_event('stripe', 'evt_1', null, null, null, %s, %s,"
+            " null, null, null, null, null, null, false)",
+            [b'{"paid": 1}', _sha(b'{"paid": 1}')],
+        ).fetchall()
+        conn.commit()
+    assert again == [(event_id, False)]
+    assert _work(db_url) == []
+    with psycopg.connect(db_url) as conn:
+        assert conn.execute("select count(*) from inbox_deliveries").fetchone() == (1,)
+
+
+def test_a_receiver_left_with_its_old_grant_still_queues_nothing(db_url: str, roles: Roles) -> None:
+    """Before `inbox db roles` moves it to the write functions (migration 0018), a receiver
+    may still hold INSERT on the queue: row security, with no policy for INSERT, refuses."""
+    event_id, received_at = _processed(db_url)
+    with psycopg.connect(db_url) as conn:
+        conn.execute(
+            f'grant insert (event_id, received_at) on inbox_work to "{roles.login("receiver")}"'
+        )
+    with (
+        psycopg.connect(roles.url("receiver")) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"),
+    ):
+        conn.execute(
+            "insert into inbox_work (event_id, received_at) values (%s, %s)",
             [event_id, received_at],
         )
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-            conn.execute(
-                "with k as (insert into public.inbox_keys (source, idempotency_key, body_sha256)"
-                " values ('x', 'y', sha256('')) returning event_id, received_at)"
-                " insert into public.inbox_work (event_id, received_at)"
-                " select event_id, received_at from k union all select %s, %s",
-                [event_id, received_at],
-            )
     assert _work(db_url) == []
 
 

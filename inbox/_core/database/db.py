@@ -29,18 +29,18 @@ def translate_driver_errors(action: str) -> Iterator[None]:
     a message names the error's class and, where a transaction pooler is the cause, the
     setting that fixes it. Errors that mean "the database answered no" (constraint
     violations, the append-only guard) stay psycopg errors: they are bugs or deliberate
-    refusals, not outages. A missing inbox table is a ``MigrationError``: the fix is
-    ``inbox db upgrade``.
+    refusals, not outages. A missing inbox table or function is a ``MigrationError``: the
+    fix is ``inbox db upgrade``.
     """
     import psycopg
     import psycopg_pool
 
     try:
         yield
-    except psycopg.errors.UndefinedTable as exc:
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction) as exc:
         raise MigrationError(
-            f"{action}: the inbox schema is missing ({exc.diag.message_primary or exc});"
-            " run `inbox db upgrade`"
+            f"{action}: the inbox schema is missing or older than this release"
+            f" ({exc.diag.message_primary or exc}); run `inbox db upgrade`"
         ) from exc
     except psycopg.errors.SerializationFailure:
         # The database answered "try again" (a REPEATABLE READ snapshot went stale): the

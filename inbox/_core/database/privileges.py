@@ -61,18 +61,19 @@ _ALL_TABLES = (
 
 NEEDS: dict[str, list[Need]] = {
     "receiver": [
-        *_columns(
-            "inbox_keys", "SELECT", "source idempotency_key event_id received_at body_sha256 xmin"
+        Need(
+            "function",
+            "inbox_write_event(text, text, text, text, jsonb, bytea, bytea, text, timestamptz,"
+            " text, text, text, timestamptz, boolean)",
+            None,
+            "EXECUTE",
         ),
-        *_columns("inbox_keys", "INSERT", "source idempotency_key received_at body_sha256"),
-        *_columns(
-            "inbox_events",
-            "INSERT",
-            "id received_at source idempotency_key event_type verifier headers body body_sha256"
-            " ordering_key order_at on_dead traceparent tracestate",
-        ),
-        *_columns(
-            "inbox_work", "INSERT", "event_id received_at source ordering_key order_at on_dead"
+        Need(
+            "function",
+            "inbox_write_events(text[], text[], text[], text[], jsonb[], bytea[], bytea[],"
+            " text[], timestamptz[], text[], text[], text[], timestamptz[])",
+            None,
+            "EXECUTE",
         ),
         Need("function", "inbox_partition_for(timestamptz)", None, "EXECUTE"),
         Need("function", "inbox_record_delivery(text, text, bytea, bytea)", None, "EXECUTE"),
