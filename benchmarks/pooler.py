@@ -66,6 +66,9 @@ GOAL_HTTP = 0.8  # req/s through the pooler ÷ direct, at least
 GOAL_DRAIN = 0.8  # events/s through the pooler ÷ direct, at least
 GOAL_LATENCY = 2.0  # p50 through the pooler ÷ direct, at most
 POOLED = "PgBouncer"
+# The drain's third side: the pooled mode's settings (nothing prepared) on the direct URL,
+# which tells the pooler's hop from what the pooled mode gives up.
+UNPREPARED = Route("direct, nothing prepared", lambda url: url)
 
 
 @dataclass
@@ -79,7 +82,7 @@ class Side:
 
     @property
     def label(self) -> str:
-        return "through PgBouncer" if self.route.pooled else "direct"
+        return "through PgBouncer" if self.route.label == POOLED else self.route.label
 
     def rps(self) -> float | None:
         return statistics.median(r.rps for r in self.http) if self.http else None
@@ -106,6 +109,8 @@ class PoolerResult:
     args: argparse.Namespace
     stored: int = 0  # events `inbox serve` stored, both ways
     problems: list[str] = field(default_factory=list)
+
+    unprepared: Side = field(default_factory=lambda: Side(UNPREPARED))
 
     def side(self, pooled: bool) -> Side:
         return next(s for s in self.sides if bool(s.route.pooled) == pooled)
@@ -190,7 +195,7 @@ def measure(server: str, args: argparse.Namespace, logs: Path) -> PoolerResult:
         env = Env(server, templates, None, args.poll_ms / 1000, logs)
         result.stored = _http(server, templates["inbox"], sides, args, logs)
         _latency(env, sides, args)
-        result.problems += _drain(env, templates["inbox"], sides, args)
+        result.problems += _drain(env, templates["inbox"], [*sides, result.unprepared], args)
     expected = 2 * (WARMUP_REQUESTS + args.runs * args.requests)
     if result.stored != expected:
         result.problems.append(f"`inbox serve` stored {result.stored:,} events of {expected:,}")
@@ -252,6 +257,13 @@ def render(result: PoolerResult) -> list[str]:
             lambda r: r >= GOAL_DRAIN,
         ),
     )
+    unprepared = result.unprepared.drain_rate()
+    row(
+        "drain, direct with nothing prepared (the pooled mode on the direct URL)",
+        _cell(direct.drain_rate()),
+        _cell(unprepared),
+        _ratio(unprepared, direct.drain_rate()),
+    )
     lines = [
         "## Through PgBouncer (transaction mode) beside direct",
         "",
@@ -271,7 +283,10 @@ def render(result: PoolerResult) -> list[str]:
         f" run (the first {WARMUP_EVENTS} not counted), {args.gap[0]:g}-{args.gap[1]:g} ms"
         f" apart; p50/p99 = the median of the runs' percentiles. Drain: a {args.backlog:,}-event"
         " backlog, the rate from the first progress seen to empty, each event's business row"
-        " and processed attempt checked once.",
+        " and processed attempt checked once. The last row runs the worker with the pooled"
+        " mode's settings on the direct URL, no PgBouncer: what the pooled mode gives up"
+        " (chiefly the handler's own statement, parsed and planned for every event) apart"
+        " from the pooler's hop.",
     ]
     return lines
 

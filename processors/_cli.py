@@ -170,6 +170,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
                 concurrency=args.concurrency,
                 version=version,
                 pooler=settings.database.pooler,
+                prepared_statements=settings.database.prepared_statements,
                 listen_dsn=settings.database.listen_url,
                 connect_timeout_seconds=settings.database.connect_timeout_seconds,
                 metrics=metrics,

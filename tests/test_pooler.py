@@ -60,6 +60,47 @@ def _session(writer: InboxWriter) -> tuple[str, int]:
     return str(timeout), int(prepared)
 
 
+@pytest.mark.parametrize(
+    ("pooler", "prepared", "prepares"),
+    [
+        ("none", "auto", True),
+        ("transaction", "auto", False),
+        ("transaction", "on", True),
+        ("none", "off", False),
+    ],
+)
+def test_prepared_statements_follow_the_pooler_unless_told(
+    db_url: str, pooler: Any, prepared: Any, prepares: bool
+) -> None:
+    """ "on" is for a pooler that keeps prepared statements per client (PgBouncer 1.21 and
+    later), which no URL tells; "off" prepares nothing, even direct."""
+    with InboxWriter(
+        db_url, pooler=pooler, prepared_statements=prepared, min_size=1, max_size=1
+    ) as writer:
+        for n in range(8):  # past psycopg's threshold for preparing a statement
+            writer.write("shop", f"k{n}", b"{}")
+        assert (_session(writer)[1] > 0) is prepares
+
+
+def test_the_worker_and_console_prepare_as_the_writers_do() -> None:
+    from inbox._core.database.pooler import connect_kwargs
+
+    never = {"prepare_threshold": None}
+    assert [connect_kwargs(p, m) for p in (False, True) for m in ("auto", "on", "off")] == [
+        {},
+        {},
+        never,
+        never,
+        {},
+        never,
+    ]
+
+
+def test_an_unknown_prepared_statements_mode_is_refused(db_url: str) -> None:
+    with pytest.raises(ValueError, match=r"prepared_statements=\.\.\.\) must be one of"):
+        InboxWriter(db_url, prepared_statements="sometimes")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("pooler", ["none", "transaction"])
 def test_a_writers_statement_timeout_holds_and_only_a_pooled_one_leaves_none(
     db_url: str, pooler: Any

@@ -46,6 +46,7 @@ def receiver_writer_kwargs(settings: Settings) -> dict[str, Any]:
         "max_size": settings.database.pool_max_size,
         "timeout_seconds": timeout,
         "pooler": settings.database.pooler,
+        "prepared_statements": settings.database.prepared_statements,
         "statement_timeout_seconds": timeout,
         "connection_kwargs": {
             "application_name": "pg-inbox receiver",

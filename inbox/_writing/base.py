@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, LiteralString, TypedDic
 
 from inbox._core.database.pooler import (
     PoolerMode,
+    PreparedMode,
     behind_pooler,
     connect_kwargs,
     settings_statement,
@@ -57,6 +58,7 @@ NotifyMode = Literal["after_commit", "in_transaction", "off"]
 OnDead = Literal["hold", "continue"]
 NOTIFY_MODES: tuple[str, ...] = get_args(NotifyMode)
 POOLER_MODES: tuple[str, ...] = get_args(PoolerMode)
+PREPARED_MODES: tuple[str, ...] = get_args(PreparedMode)
 
 log = get_logger("inbox.writer")
 
@@ -99,6 +101,7 @@ class WriterOptions(TypedDict, total=False):
     timeout_seconds: float
     connection_kwargs: Mapping[str, Any] | None
     pooler: PoolerMode
+    prepared_statements: PreparedMode
     statement_timeout_seconds: float | None
     groups_in_flight: int
 
@@ -113,6 +116,8 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
     server. ``pooler`` ("auto", "none", "transaction"; ``inbox._core.database.pooler``) says whether
     the URL reaches PostgreSQL through a transaction pooler: if so, the owned pool prepares
     no statements and sets the timeout per transaction instead of at connection.
+    ``prepared_statements`` ("auto", "on", "off") overrides the first: "on" for a pooler that
+    keeps prepared statements per client (PgBouncer 1.21 and later).
 
     Standalone writes (not ``conn=``) are group-committed (``inbox._writing.groups``):
     ``groups_in_flight`` is how many group statements may run at once; 2 (the default) lets
@@ -132,6 +137,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         timeout_seconds: float = 5.0,
         connection_kwargs: Mapping[str, Any] | None = None,
         pooler: PoolerMode = "auto",
+        prepared_statements: PreparedMode = "auto",
         statement_timeout_seconds: float | None = None,
         groups_in_flight: int = 2,
     ) -> None:
@@ -148,6 +154,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
         for option, value, modes in (
             ("notify", notify, NOTIFY_MODES),
             ("pooler", pooler, POOLER_MODES),
+            ("prepared_statements", prepared_statements, PREPARED_MODES),
         ):
             if value not in modes:
                 choices = ", ".join(repr(mode) for mode in modes)
@@ -174,7 +181,7 @@ class WriterBase(ABC, Generic[PoolT, ConnT, ResultT]):
                     max_size=max_size,
                     timeout_seconds=timeout_seconds,
                     connection_kwargs={
-                        **connect_kwargs(pooled),
+                        **connect_kwargs(pooled, prepared_statements),
                         **startup_options(pooled, limits),
                         **(connection_kwargs or {}),
                     },

@@ -46,7 +46,10 @@ class ConsolePool:
                     kwargs={
                         "application_name": "pg-inbox console",
                         "connect_timeout": max(1, round(self._settings.connect_timeout_seconds)),
-                        **connect_kwargs(behind_pooler(self._settings.pooler, self._dsn)),
+                        **connect_kwargs(
+                            behind_pooler(self._settings.pooler, self._dsn),
+                            self._settings.prepared_statements,
+                        ),
                     },
                     open=False,
                     name="pg-inbox console",

@@ -21,7 +21,7 @@ import psycopg
 
 from inbox._core.config.settings import WorkerSettings
 from inbox._core.database.outage import Outage, describe_server
-from inbox._core.database.pooler import PoolerMode, behind_pooler, connect_kwargs
+from inbox._core.database.pooler import PoolerMode, PreparedMode, behind_pooler, connect_kwargs
 from inbox._core.logs import get_logger
 from processors._claiming.cursor import ClaimCursor
 from processors._claiming.gate import SuspectGate
@@ -70,6 +70,8 @@ class Worker:
     ``pooler`` says whether ``dsn`` goes through a transaction pooler (inbox._core.database.pooler):
     if so, no statement is prepared, the session limits are set in each claim transaction,
     and the listener connects to ``listen_dsn`` (a direct URL), or the worker only polls.
+    ``prepared_statements`` as ``[database] prepared_statements``: "on" prepares behind a
+    pooler that keeps prepared statements per client.
     ``connect_timeout_seconds`` bounds each connection attempt (per host).
     """
 
@@ -85,6 +87,7 @@ class Worker:
         grace_seconds: float | None = None,
         version: str | None = None,
         pooler: PoolerMode = "auto",
+        prepared_statements: PreparedMode = "auto",
         listen_dsn: str | None = None,
         connect_timeout_seconds: float | None = None,
         health: WorkerHealth | None = None,
@@ -93,7 +96,7 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         self._dsn = dsn
         self._pooled = behind_pooler(pooler, dsn)
-        self._connect = connect_kwargs(self._pooled)
+        self._connect = connect_kwargs(self._pooled, prepared_statements)
         if connect_timeout_seconds is not None:
             # Per host of a multi-host URL: a host that is gone without refusing would
             # otherwise hold each reconnection for the driver's two minutes.

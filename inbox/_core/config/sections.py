@@ -84,6 +84,10 @@ class DatabaseSettings(Section):
     # Proxy); "auto" takes a URL on port 6432 or 6543, or a host named "...pooler..." or
     # "...proxy-...", for one.
     pooler: Literal["auto", "none", "transaction"] = "auto"
+    # psycopg's prepared statements: "auto" prepares on a direct URL and not behind a
+    # pooler; "on" behind a pooler that keeps them per client (PgBouncer 1.21 and later with
+    # max_prepared_statements above 0), which no URL tells; "off" never.
+    prepared_statements: Literal["auto", "on", "off"] = "auto"
     # A direct (not pooled) URL for the workers' LISTEN connection; without one, a pooled
     # worker polls (every [worker] poll_interval_seconds).
     listen_url: str | None = None

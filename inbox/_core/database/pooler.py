@@ -11,7 +11,10 @@ notification reaches whichever client holds the server connection, if any).
 ``[database] pooler`` says which: ``"none"``, ``"transaction"``, or ``"auto"``, which takes
 the URL for a pooler's where it says so by convention (PgBouncer's port 6432, Supabase's
 6543, a host named ``...pooler...`` as Neon's and Supabase's are, RDS Proxy's
-``.proxy-``). psycopg is imported only by the functions that need it.
+``.proxy-``). ``[database] prepared_statements`` turns psycopg's prepared statements back
+on behind a pooler that keeps them per client (PgBouncer 1.21 and later with
+``max_prepared_statements``), or off everywhere. psycopg is imported only by the functions
+that need it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Literal
 
 __all__ = [
     "PoolerMode",
+    "PreparedMode",
     "behind_pooler",
     "connect_kwargs",
     "looks_pooled",
@@ -30,6 +34,8 @@ __all__ = [
 ]
 
 PoolerMode = Literal["auto", "none", "transaction"]
+# "auto": psycopg's (prepared after a few runs) direct, none behind a transaction pooler.
+PreparedMode = Literal["auto", "on", "off"]
 
 POOLER_PORTS = frozenset({"6432", "6543"})
 POOLER_HOST_MARKS = ("pooler", ".proxy-")
@@ -63,9 +69,12 @@ def behind_pooler(mode: PoolerMode, url: str) -> bool:
     return mode == "transaction" or (mode == "auto" and looks_pooled(url))
 
 
-def connect_kwargs(pooled: bool) -> dict[str, Any]:
-    """psycopg's connection arguments for the mode: no prepared statements when pooled."""
-    return {"prepare_threshold": None} if pooled else {}
+def connect_kwargs(pooled: bool, prepared: PreparedMode = "auto") -> dict[str, Any]:
+    """psycopg's connection arguments for the mode: no prepared statements when pooled,
+    unless ``prepared`` says on; none at all when it says off."""
+    if prepared == "off" or (prepared == "auto" and pooled):
+        return {"prepare_threshold": None}
+    return {}
 
 
 def startup_options(pooled: bool, settings: Mapping[str, str]) -> dict[str, Any]:
