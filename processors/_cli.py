@@ -1,5 +1,6 @@
 """``inbox worker`` (the processor daemon): registered into ``inbox`` via an entry point.
-(``inbox replay`` and ``inbox dead`` are the operations room's, in ``inbox._cli.replay``.)"""
+(``inbox replay`` and ``inbox dead`` are the operations room's, in ``inbox._cli.replay``;
+this side gives ``inbox replay --rehearse`` the handlers it runs.)"""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from inbox._core.runtime.daemon import daemon_gc, run_daemon_loop
 from inbox._core.runtime.resolve import database_url
 from inbox._core.runtime.systemd import Notifier, notify
 from processors._model.router import Router
+from processors._rehearsal.report import Rehearsal
+from processors._rehearsal.run import rehearse
 from processors._worker.health import WorkerHealth
 from processors._worker.metrics import WorkerMetrics
 from processors._worker.probes import ProbeServer
@@ -187,6 +190,11 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _rehearse(url: str, app: str, event_ids: list[int], *, timeout_seconds: float) -> Rehearsal:
+    """``inbox replay --rehearse``'s rehearser (inbox._cli.rehearse.Rehearser)."""
+    return rehearse(url, load_router(app), event_ids, timeout_seconds=timeout_seconds)
+
+
 def register(commands: Any) -> None:
     worker = commands.add_parser("worker", help="process events with the handlers of --app")
     worker.add_argument(
@@ -213,3 +221,6 @@ def register(commands: Any) -> None:
         "--check", action="store_true", help="only import the handlers, then exit (0: they load)"
     )
     worker.set_defaults(handler=_worker)
+    replay = commands.choices.get("replay")
+    if replay is not None:
+        replay.set_defaults(rehearser=_rehearse)

@@ -7,13 +7,14 @@
         ...  # deliver or write events
         run_pending(url, router)  # every handler ran, and its transaction committed
         run_until(url, router, lambda: dead_letters(url) == 1)  # your own condition
+        report = rehearse(url, router, [event_id])  # what a replay would do; rolled back
 
 The database helpers (a fresh migrated database, signed requests) are ``inbox.testing``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, LiteralString
 
 import anyio
@@ -23,10 +24,12 @@ from inbox._core.config.settings import WorkerSettings
 from inbox._core.database.pooler import PoolerMode
 from inbox._core.sql import load_queries
 from processors._model.router import Router
+from processors._rehearsal.report import EventRehearsal, Rehearsal, TableWrites
+from processors._rehearsal.run import rehearse as _rehearse
 from processors._worker.metrics import WorkerMetrics
 from processors._worker.worker import Worker
 
-__all__ = ["run_pending", "run_until"]
+__all__ = ["EventRehearsal", "Rehearsal", "TableWrites", "rehearse", "run_pending", "run_until"]
 
 COUNT_DUE: LiteralString = load_queries("processors.sql", "queries.sql")["count_due"]
 
@@ -95,6 +98,21 @@ def run_until(
     )
     _run(worker, holds, timeout)
     return worker.metrics
+
+
+def rehearse(
+    url: str, router: Router, event_ids: Sequence[int], *, timeout_seconds: float = 30.0
+) -> Rehearsal:
+    """Run ``router``'s handlers on stored events as a replay would, each in a transaction
+    that rolls back, and say what each would do: ``report.events[i].outcome`` (succeeded,
+    failed, retry, skipped), its error and traceback, and the rows it would write per
+    table (``writes``). Nothing is claimed, queued or recorded: the database is left as
+    it was. Handlers run only when marked ``rehearse=True`` (or their router's default
+    says so); the others are reported as skipped. ``timeout_seconds`` bounds each handler
+    and each of its statements. Call it from synchronous code (it runs its own event
+    loop).
+    """
+    return _rehearse(url, router, event_ids, timeout_seconds=timeout_seconds)
 
 
 def _run(worker: Worker, wait: Callable[[], Awaitable[None]], timeout: float) -> None:

@@ -21,7 +21,14 @@ def test_the_helpers_export_the_documented_names_each_documented() -> None:
     documented = """SignedRequest create_database deliver drop_database fresh_database
         migrated_template new_database postgres_server settings_for_tests signed_request"""
     assert inbox.testing.__all__ == documented.split()
-    assert processors.testing.__all__ == ["run_pending", "run_until"]
+    assert processors.testing.__all__ == [
+        "EventRehearsal",
+        "Rehearsal",
+        "TableWrites",
+        "rehearse",
+        "run_pending",
+        "run_until",
+    ]
     for module in (inbox.testing, processors.testing):
         for name in module.__all__:
             assert getattr(module, name).__doc__, name

@@ -20,6 +20,11 @@ from inbox._cli.common import (
     workers_line,
 )
 from inbox._cli.logs import say
+from inbox._cli.rehearse import (
+    add_rehearse_arguments,
+    check_rehearse_arguments,
+    rehearse_command,
+)
 from inbox._core.config.settings import Settings
 from inbox._core.errors import RefusedError
 from inbox._core.runtime.resolve import database_url
@@ -41,6 +46,8 @@ def _selection(args: argparse.Namespace) -> EventFilter | None:
 
 
 def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
+    if kind == "replay":
+        check_rehearse_arguments(args)
     event_filter = _selection(args)
     if kind == "dead-retry":
         event_filter = replace(event_filter or EventFilter(), states=("dead",))
@@ -51,6 +58,10 @@ def _run(args: argparse.Namespace, settings: Settings, *, kind: str) -> int:
             " --all selects every event",
             action="replay",
         )
+    if getattr(args, "rehearse", False):
+        return rehearse_command(args, settings, ids, event_filter)
+    if not args.reason:
+        raise RefusedError("a replay needs --reason (it is recorded with the run)", action="replay")
     bars: list[Progress] = []
 
     def ask(count: int) -> bool:
@@ -171,7 +182,9 @@ def _replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "ids", nargs="*", type=positive_int, help="event ids (combine with filters)"
     )
-    parser.add_argument("--reason", required=True, help="why: recorded with the run")
+    parser.add_argument(
+        "--reason", help="why: recorded with the run (required, except with --rehearse)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="count and sample, change nothing")
     parser.add_argument(
         "--yes", action="store_true", help=f"no confirmation above {CONFIRM_ABOVE} events"
@@ -201,6 +214,7 @@ def register(commands: Any) -> None:
     _replay_options(rep)
     add_filter_arguments(rep)
     rep.add_argument("--all", action="store_true", help="select every event (with no filter)")
+    add_rehearse_arguments(rep)
     rep.set_defaults(handler=_replay)
 
     dead = commands.add_parser("dead", help="dead letters: list, retry and skip").add_subparsers(

@@ -206,7 +206,7 @@ class ReplayProgress(Record):
         return self.pending == 0
 
 
-AuditKind = Literal["replay", "dead-retry", "dead-skip", "prune"]
+AuditKind = Literal["replay", "dead-retry", "dead-skip", "rehearsal", "prune"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,31 @@ class ReplayStore:
             )
         )
 
+    def record_rehearsal(
+        self,
+        *,
+        created_by: str,
+        reason: str,
+        selection: dict[str, Any],
+        selected: int,
+        outcome: dict[str, int],
+        via: str,
+    ) -> int:
+        """Write a rehearsal's audit row: its id."""
+        return int(
+            self._one(
+                "record_rehearsal",
+                {
+                    "created_by": created_by,
+                    "reason": reason,
+                    "filter": Jsonb(selection),
+                    "selected": selected,
+                    "outcome": Jsonb(outcome),
+                    "via": via,
+                },
+            )
+        )
+
     def enqueue(self, replay_id: int, ids: Sequence[int], offset: int) -> int:
         cursor = self._conn.execute(
             _q("enqueue_replay"),

@@ -73,3 +73,9 @@ select id, kind, created_at, created_by, reason, filter, selected, queued, rate_
 from inbox_replays
 order by id desc
 limit %(limit)s::bigint
+
+-- name: record_rehearsal
+-- A rehearsal's one audit row, written after its events ran and rolled back (it holds
+-- their counts): through the owner's function, which records the login as for a replay.
+select inbox_rehearsal_record(%(created_by)s::text, %(reason)s::text, %(filter)s::jsonb,
+                              %(selected)s::integer, %(outcome)s::jsonb, %(via)s::text)

@@ -26,7 +26,8 @@ revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempt
               {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
               {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
               {schema}.inbox_partitions, {schema}.inbox_retention,
-              {schema}.inbox_console_sessions, {schema}.inbox_console_signin_attempts
+              {schema}.inbox_console_sessions, {schema}.inbox_console_signin_attempts,
+              {schema}.inbox_rehearsal_guard
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -38,6 +39,8 @@ revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_replay_begin(text, text, text, jsonb, integer, integer,
                                                    float8, text, text),
                        {schema}.inbox_replay_enqueue(bigint, bigint[], bigint),
+                       {schema}.inbox_rehearsal_record(text, text, jsonb, integer, jsonb,
+                                                       text),
                        {schema}.inbox_write_event(text, text, text, text, jsonb, bytea,
                                                   bytea, text, timestamptz, text, text,
                                                   text, timestamptz, boolean),
@@ -89,14 +92,17 @@ grant select, insert, update, delete on {schema}.inbox_workers to {worker};
 -- It keeps the log's partitions made a few periods ahead (and may make a missing one).
 grant execute on function {schema}.inbox_ensure_partitions(),
                           {schema}.inbox_partition_for(timestamptz) to {worker};
-grant select on {schema}.inbox_partitions to {worker}
+grant select on {schema}.inbox_partitions to {worker};
+-- A rehearsal (`inbox replay --rehearse`) runs the worker's handlers in transactions that
+-- roll back, each opened with a row here whose deferred trigger fails any COMMIT.
+grant insert on {schema}.inbox_rehearsal_guard to {worker}
 
 -- name: operator
 -- Reads everything; changes nothing but through the owner's audited functions, which
 -- record the database login beside the actor it states: a replay or a dead-letter retry
 -- writes its audit row (inbox_replay_begin) and then queues work under it
 -- (inbox_replay_enqueue); skipping a dead letter (`inbox dead skip`) goes through
--- inbox_dead_skip.
+-- inbox_dead_skip; a rehearsal's record, through inbox_rehearsal_record.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
                 {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
@@ -105,7 +111,9 @@ grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attem
 grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
                           {schema}.inbox_replay_begin(text, text, text, jsonb, integer,
                                                       integer, float8, text, text),
-                          {schema}.inbox_replay_enqueue(bigint, bigint[], bigint)
+                          {schema}.inbox_replay_enqueue(bigint, bigint[], bigint),
+                          {schema}.inbox_rehearsal_record(text, text, jsonb, integer, jsonb,
+                                                          text)
     to {operator};
 -- The console (which runs as the operator) keeps its users' sessions: signed in, used,
 -- signed out; and the sign-in attempts every console process counts (UPDATE only for the

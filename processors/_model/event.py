@@ -29,6 +29,9 @@ class Event(BaseModel):
     """1 for the first attempt; failed attempts so far + 1."""
     is_replay: bool = False
     replay_id: int | None = None
+    is_rehearsal: bool = False
+    """A rehearsal runs the handler in a transaction that always rolls back: what it does
+    outside the database is not undone."""
 
     def json(self) -> Any:  # type: ignore[override]  # pydantic's deprecated .json() is not ours
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""
@@ -68,6 +71,7 @@ def stored_event(
         "attempt": attempt,
         "is_replay": replay_id is not None,
         "replay_id": replay_id,
+        "is_rehearsal": False,
     }
     if not hooks().event_slots:
         return Event.model_construct(**values)

@@ -41,6 +41,9 @@ class Route:
     timeout_seconds: float | None
     # The handler takes a list of events (on_batch), not one.
     batch: bool = False
+    # Safe to run in a rehearsal: it does nothing outside the database that a rollback
+    # would not undo (or checks event.is_rehearsal first).
+    rehearse: bool = False
     # The handler's dotted name, which every attempt records: made once, not per event.
     name: str = field(init=False)
 
@@ -70,7 +73,10 @@ class Route:
 class Router:
     """Maps (source, event type) to handlers. Routers combine with ``include``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, rehearse: bool = False) -> None:
+        """``rehearse``: the default of this router's ``on`` and ``on_batch`` (False: a
+        rehearsal skips their handlers unless they say ``rehearse=True``)."""
+        self.rehearse = rehearse
         self._routes: list[Route] = []
         # resolve() would match every route's glob for every event: its answers are kept,
         # at most _RESOLVED of them (event types come from payloads, so their number is the
@@ -78,18 +84,31 @@ class Router:
         self._resolved: dict[tuple[str, str | None], Route | None] = {}
 
     def on(
-        self, source: str, event_type: str = "*", *, timeout_seconds: float | None = None
+        self,
+        source: str,
+        event_type: str = "*",
+        *,
+        timeout_seconds: float | None = None,
+        rehearse: bool | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated function for ``source`` events whose type matches the glob.
 
         ``async def`` handlers get the claim transaction's ``psycopg.AsyncConnection``;
         plain ``def`` handlers get a sync ``psycopg.Connection`` in the same transaction and
         run in a worker thread. ``timeout_seconds`` overrides the worker's handler deadline.
+        ``rehearse=True``: the handler may run in a rehearsal (``inbox replay --rehearse``),
+        because it does nothing outside the database, or nothing when
+        ``event.is_rehearsal``; default: the router's.
         """
-        return self._register(source, event_type, timeout_seconds, batch=False)
+        return self._register(source, event_type, timeout_seconds, rehearse, batch=False)
 
     def on_batch(
-        self, source: str, event_type: str = "*", *, timeout_seconds: float | None = None
+        self,
+        source: str,
+        event_type: str = "*",
+        *,
+        timeout_seconds: float | None = None,
+        rehearse: bool | None = None,
     ) -> Callable[[BatchHandler], BatchHandler]:
         """Register the decorated function to take, in one call, every event of a claimed
         batch that routes to it and comes from one source, as a list in claim order: for
@@ -102,12 +121,19 @@ class Router:
         charged to the event that causes it and the others commit once: it must decide
         each event on its own merits, as the same call with a list of one. An ordered
         source's list holds at most one event per key (a claim takes only keys' heads).
-        ``timeout_seconds`` bounds the whole call.
+        ``timeout_seconds`` bounds the whole call; ``rehearse`` as for ``on`` (a rehearsal
+        calls it with a list of one event).
         """
-        return self._register(source, event_type, timeout_seconds, batch=True)
+        return self._register(source, event_type, timeout_seconds, rehearse, batch=True)
 
     def _register(
-        self, source: str, event_type: str, timeout_seconds: float | None, *, batch: bool
+        self,
+        source: str,
+        event_type: str,
+        timeout_seconds: float | None,
+        rehearse: bool | None,
+        *,
+        batch: bool,
     ) -> Callable[[Any], Any]:
         if not source:
             raise ValueError("a route needs a source (or '*')")
@@ -121,6 +147,7 @@ class Router:
                     is_async=inspect.iscoroutinefunction(handler),
                     timeout_seconds=timeout_seconds,
                     batch=batch,
+                    rehearse=self.rehearse if rehearse is None else rehearse,
                 )
             )
             return handler

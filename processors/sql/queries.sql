@@ -382,3 +382,31 @@ from inbox_partitions
 -- The log's partitions from now to a few periods ahead (inbox_ensure_partitions): a worker
 -- makes sure of them when it starts and every hour. How many it made.
 select inbox_ensure_partitions()
+
+-- name: rehearsal_events
+-- The stored events a rehearsal runs, read from the log alone: it takes no claim and no
+-- lock on inbox_work, so live work and the rehearsal never wait for each other here.
+select e.id, e.source, e.idempotency_key, e.event_type, e.received_at, e.headers, e.body
+from inbox_events e
+where e.id = any(%(event_ids)s::bigint[])
+order by e.id
+
+-- name: rehearsal_limits
+-- A rehearsal's transaction starts with its time limits, this transaction's only: no
+-- statement of it runs, nor waits for a lock held by live work, longer than these.
+select set_config('statement_timeout', %(timeout_ms)s::text, true),
+       set_config('lock_timeout', %(timeout_ms)s::text, true)
+
+-- name: rehearsal_guard
+-- Then its guard row, whose deferred trigger fails a COMMIT the handler might send.
+insert into inbox_rehearsal_guard default values
+
+-- name: rehearsal_writes
+-- Rows written per table, from the transaction's statistics (the rehearsal's guard row is
+-- its own bookkeeping, not the handler's). They include what a savepoint undid, and the
+-- counts of the session's earlier transactions not yet reported: read before and after.
+select s.schemaname, s.relname, s.n_tup_ins, s.n_tup_upd, s.n_tup_del
+from pg_stat_xact_user_tables s
+where s.n_tup_ins + s.n_tup_upd + s.n_tup_del > 0
+  and s.relid <> 'inbox_rehearsal_guard'::regclass
+order by s.schemaname, s.relname

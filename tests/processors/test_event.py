@@ -27,7 +27,7 @@ def test_a_stored_event_equals_the_validated_event(replay_id: int | None) -> Non
         "replay_id": replay_id,
     }
     fast = stored_event(**values)  # type: ignore[arg-type]
-    validated = Event(**values, is_replay=replay_id is not None)  # type: ignore[arg-type]
+    validated = Event(**values, is_replay=replay_id is not None, is_rehearsal=False)  # type: ignore[arg-type]
 
     assert fast == validated
     assert fast.model_dump() == validated.model_dump()
