@@ -192,7 +192,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def _rehearse(url: str, app: str, event_ids: list[int], *, timeout_seconds: float) -> Rehearsal:
     """``inbox replay --rehearse``'s rehearser (inbox._cli.rehearse.Rehearser)."""
-    return rehearse(url, load_router(app), event_ids, timeout_seconds=timeout_seconds)
+    router = load_router(app)
+    with translate_driver_errors("rehearsing events"):
+        return rehearse(url, router, event_ids, timeout_seconds=timeout_seconds)
 
 
 def register(commands: Any) -> None:

@@ -31,6 +31,7 @@ KIND_NAMES: dict[str, str] = {
     "replay": "Replay run",
     "dead-retry": "Dead-letter retry",
     "dead-skip": "Dead-letter skip",
+    "rehearsal": "Rehearsal",
     "prune": "Prune",
 }
 

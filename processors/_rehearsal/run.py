@@ -38,6 +38,9 @@ def _q(name: str) -> LiteralString:
     return _QUERIES[name]
 
 
+# Events read from the log at a time: their bodies are held only while they run.
+CHUNK = 100
+
 NOT_SAFE = (
     "not marked safe to rehearse: it may act outside the database, which a rollback does"
     " not undo (mark it with rehearse=True once it does not, or checks event.is_rehearsal)"
@@ -68,18 +71,22 @@ async def rehearse_async(
         conn.prepare_threshold = None  # a pooled server session keeps no statement of ours
         sync_view: psycopg.Connection[Any] = psycopg.Connection(conn.pgconn)
         sync_view.prepare_threshold = None
-        cursor = await conn.execute(_q("rehearsal_events"), {"event_ids": list(event_ids)})
-        rows = await cursor.fetchall()
-        await conn.rollback()
         session = _Session(conn, sync_view, HandlerDeadline(), timeout_seconds)
+        events: list[EventRehearsal] = []
+        wanted = sorted({int(i) for i in event_ids})
         try:
-            events = [await _one(session, router, _event(row)) for row in rows]
+            for offset in range(0, len(wanted), CHUNK):
+                chunk = wanted[offset : offset + CHUNK]
+                cursor = await conn.execute(_q("rehearsal_events"), {"event_ids": chunk})
+                rows = await cursor.fetchall()
+                await conn.rollback()
+                events += [await _one(session, router, _event(row)) for row in rows]
         finally:
             session.deadline.close()
     finally:
         await conn.close()
-    found = {int(row[0]) for row in rows}
-    return Rehearsal(events, missing=sorted({int(i) for i in event_ids} - found))
+    found = {e.event_id for e in events}
+    return Rehearsal(events, missing=[i for i in wanted if i not in found])
 
 
 def _event(row: Sequence[Any]) -> Event:

@@ -219,3 +219,18 @@ def test_usage_errors_exit_2_in_one_line(db_url: str, args: tuple[str, ...]) -> 
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert scalar(db_url, "select count(*) from inbox_replays") == 0
+
+
+def test_events_are_read_a_chunk_at_a_time_in_id_order(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import processors._rehearsal.run
+
+    monkeypatch.setattr(processors._rehearsal.run, "CHUNK", 2)
+    router = Router(rehearse=True)
+    router.on("shop")(lambda event, conn: None)
+    ids = _write(db_url, *(("shop", "order.paid", n) for n in range(5)))
+    report = rehearse(db_url, router, [999_999, *reversed(ids)])
+    assert [e.event_id for e in report.events] == ids
+    assert report.counts()["succeeded"] == 5
+    assert report.missing == [999_999]
