@@ -128,7 +128,8 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class ReplayRun(Record):
-    """One replay run or dead-letter retry (kind ``dead-retry``), as recorded."""
+    """One replay run, dead-letter retry (kind ``dead-retry``) or skip (``dead-skip``), or
+    rehearsal (``rehearsal``: it queued nothing), as recorded."""
 
     id: int
     kind: str
@@ -142,6 +143,9 @@ class ReplayRun(Record):
     via: Via = "api"
     required_version: str | None = None
     """Only a worker running this version of the code runs the run's events."""
+    outcome: dict[str, int] | None = None
+    """A rehearsal's events by what they would do (succeeded, failed, retry, skipped);
+    None for the other kinds."""
 
 
 @dataclass(frozen=True, slots=True)

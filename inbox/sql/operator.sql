@@ -308,7 +308,7 @@ order by a.id
 -- The runs that included an event: those its attempts ran under, and the one its pending
 -- or dead work was queued by (not attempted yet). Both lookups go by the event's id.
 select r.id, r.kind, r.created_at, r.created_by, r.reason, r.filter, r.selected, r.queued,
-       r.rate_per_second, r.via, r.required_version
+       r.rate_per_second, r.via, r.required_version, r.outcome
 from inbox_replays r
 where r.id in (
     select a.replay_id from inbox_attempts a
@@ -399,7 +399,7 @@ select set_config('jit', 'off', true),
 
 -- name: replay_run
 select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
-       via, required_version
+       via, required_version, outcome
 from inbox_replays
 where id = %(id)s::bigint
 

@@ -69,7 +69,7 @@ select pg_notify('inbox_work', '')
 
 -- name: replay_runs
 select id, kind, created_at, created_by, reason, filter, selected, queued, rate_per_second,
-       via, required_version
+       via, required_version, outcome
 from inbox_replays
 order by id desc
 limit %(limit)s::bigint

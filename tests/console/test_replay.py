@@ -248,6 +248,32 @@ def test_a_dead_letter_skip_has_a_page_of_its_own(client: TestClient, seeded_db:
     assert f">Dead-letter skip #{result.skip_id}</a>" in runs
 
 
+def test_a_rehearsal_has_a_page_of_its_counts(client: TestClient, seeded_db: Seeded) -> None:
+    """A rehearsal (``inbox replay --rehearse``) queued nothing: its page shows what its
+    events would have done, not a replay's progress."""
+    from inbox._operations.rehearsal import record_rehearsal
+    from inbox.queries import EventFilter, replay_runs
+
+    outcome = {"succeeded": 3, "failed": 1, "retry": 0, "skipped": 2}
+    run_id = record_rehearsal(
+        seeded_db.url, selection=EventFilter(source="stripe"), selected=6, outcome=outcome
+    )
+    assert replay_runs(seeded_db.url, limit=1)[0].outcome == outcome
+    sign_in(client, VIEWER)
+    html = client.get(f"/replay/runs/{run_id}").text
+    assert f"<h1>Rehearsal #{run_id}</h1>" in html
+    assert re.findall(r'(\w+): <strong class="run-outcome">(\d+)<', html) == [
+        ("Succeeded", "3"),
+        ("Failed", "1"),
+        ("Retry", "0"),
+        ("Skipped", "2"),
+    ]
+    assert 'id="run-processed"' not in html
+    assert "rolled back; nothing was queued" in html
+    assert '<dd class="run-reason">(no reason given)</dd>' in html
+    assert f">Rehearsal #{run_id}</a>" in client.get("/audit").text
+
+
 def test_every_audited_kind_has_one_name() -> None:
     from typing import get_args
 
