@@ -48,6 +48,11 @@ class HandlerDeadline:
         self._cancelling = self._task.cancelling()
         if self._timer is None:
             self._timer = self._loop.call_at(self._due, self._check)
+        elif self._due < self._timer.when():
+            # A shorter limit than the one the timer was armed for (a route's own
+            # timeout_seconds) would only be checked when that timer fires: re-arm earlier.
+            self._timer.cancel()
+            self._timer = self._loop.call_at(self._due, self._check)
         return self
 
     def __enter__(self) -> None:

@@ -41,6 +41,21 @@ def test_a_handler_past_its_time_is_cancelled_and_reported_expired() -> None:
     assert asyncio.run(main()) == 0
 
 
+def test_a_shorter_limit_after_a_longer_one_cuts_at_its_own_time() -> None:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        deadline = HandlerDeadline()
+        with deadline.running(30):
+            await asyncio.sleep(0)
+        started = loop.time()
+        with pytest.raises(HandlerDeadline.Expired), deadline.running(0.1):
+            await asyncio.sleep(5)
+        deadline.close()
+        return loop.time() - started
+
+    assert asyncio.run(main()) < 1
+
+
 def test_quick_handlers_are_not_cut_and_a_later_slow_one_is_cut_at_its_own_limit() -> None:
     async def main() -> tuple[int, float]:
         loop = asyncio.get_running_loop()
