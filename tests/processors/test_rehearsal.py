@@ -234,3 +234,25 @@ def test_events_are_read_a_chunk_at_a_time_in_id_order(
     assert [e.event_id for e in report.events] == ids
     assert report.counts()["succeeded"] == 5
     assert report.missing == [999_999]
+
+
+def test_batch_handlers_take_a_list_of_one_and_async_hangs_time_out(db_url: str) -> None:
+    import asyncio
+
+    router = Router(rehearse=True)
+    lists: list[list[int]] = []
+
+    @router.on_batch("shop")
+    async def many(events: list[Event], conn: psycopg.AsyncConnection[Any]) -> None:
+        lists.append([e.id for e in events])
+
+    @router.on("slow", timeout_seconds=0.3)
+    async def slow(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
+        await asyncio.sleep(30)
+
+    ids = _write(db_url, ("shop", "a", 1), ("shop", "b", 2), ("slow", "c", 3))
+    report = rehearse(db_url, router, ids)
+    assert lists == [[ids[0]], [ids[1]]]
+    assert [e.outcome for e in report.events] == ["succeeded", "succeeded", "failed"]
+    assert report.events[2].error_class == "HandlerTimeoutError"
+    assert report.events[2].duration_seconds < 5
