@@ -256,3 +256,31 @@ def test_batch_handlers_take_a_list_of_one_and_async_hangs_time_out(db_url: str)
     assert [e.outcome for e in report.events] == ["succeeded", "succeeded", "failed"]
     assert report.events[2].error_class == "HandlerTimeoutError"
     assert report.events[2].duration_seconds < 5
+
+
+def test_statements_and_lock_waits_are_limited_to_the_handler_deadline(shop: str) -> None:
+    """A row live work holds makes the rehearsal's handler fail at its lock timeout rather
+    than wait (and make live work wait behind it)."""
+    settings: list[tuple[str, str]] = []
+    router = Router(rehearse=True)
+
+    @router.on("peek")
+    def peek(event: Event, conn: psycopg.Connection[Any]) -> None:
+        row = conn.execute(
+            "select current_setting('statement_timeout'), current_setting('lock_timeout')"
+        ).fetchone()
+        assert row is not None
+        settings.append(row)
+
+    router.include(rehearsal_app.router)
+    peeked, paid = _write(shop, ("peek", "x", 0), ("shop", "order.paid", 2))
+    assert rehearse(shop, router, [peeked], timeout_seconds=2).counts()["succeeded"] == 1
+    assert settings == [("2s", "2s")]
+    with psycopg.connect(shop) as live:
+        live.execute("select * from ledger where id = 1 for update")
+        report = rehearse(shop, router, [paid], timeout_seconds=0.5)
+    [event] = report.events
+    # The lock timeout and the handler's deadline are the same length: either ends it.
+    assert event.outcome == "failed"
+    assert event.error_class in {"LockNotAvailable", "HandlerTimeoutError"}
+    assert event.duration_seconds < 5
