@@ -178,13 +178,16 @@ def _dead_skip(args: argparse.Namespace, settings: Settings) -> int:
 _rate = above_zero("events per second")
 
 
-def _replay_options(parser: argparse.ArgumentParser) -> None:
+def _replay_options(parser: argparse.ArgumentParser, *, rehearse: bool = False) -> None:
     parser.add_argument(
         "ids", nargs="*", type=positive_int, help="event ids (combine with filters)"
     )
-    parser.add_argument(
-        "--reason", help="why: recorded with the run (required, except with --rehearse)"
-    )
+    if rehearse:
+        parser.add_argument(
+            "--reason", help="why: recorded with the run (required, except with --rehearse)"
+        )
+    else:
+        parser.add_argument("--reason", required=True, help="why: recorded with the run")
     parser.add_argument("--dry-run", action="store_true", help="count and sample, change nothing")
     parser.add_argument(
         "--yes", action="store_true", help=f"no confirmation above {CONFIRM_ABOVE} events"
@@ -211,7 +214,7 @@ def register(commands: Any) -> None:
     rep = commands.add_parser(
         "replay", help="re-run stored events after a bug fix (audited; the log is unchanged)"
     )
-    _replay_options(rep)
+    _replay_options(rep, rehearse=True)
     add_filter_arguments(rep)
     rep.add_argument("--all", action="store_true", help="select every event (with no filter)")
     add_rehearse_arguments(rep)
