@@ -85,6 +85,47 @@ class ReplayStore:
             )
         )
 
+    def request_rehearsal(
+        self,
+        *,
+        created_by: str,
+        reason: str,
+        selection: dict[str, Any],
+        event_ids: Sequence[int],
+        form: dict[str, Any],
+        timeout_seconds: float,
+        via: str,
+    ) -> int:
+        """Write a requested rehearsal's audit row and its request: the row's id."""
+        return int(
+            self._one(
+                "request_rehearsal",
+                {
+                    "created_by": created_by,
+                    "reason": reason,
+                    "filter": Jsonb(selection),
+                    "event_ids": list(event_ids),
+                    "form": Jsonb(form),
+                    "timeout_seconds": timeout_seconds,
+                    "via": via,
+                },
+            )
+        )
+
+    def rehearsal_request(self, replay_id: int) -> dict[str, Any] | None:
+        """A requested rehearsal's row and its audit row's, by column name."""
+        cursor = self._conn.execute(_q("rehearsal_request"), {"replay_id": replay_id})
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return {d.name: v for d, v in zip(cursor.description or (), row, strict=True)}
+
+    def rehearsal_workers(self, event_ids: Sequence[int]) -> tuple[list[str], int]:
+        """The events' sources, and how many running workers handle them all."""
+        row = self._conn.execute(_q("rehearsal_workers"), {"event_ids": list(event_ids)}).fetchone()
+        assert row is not None
+        return list(row[0]), int(row[1])
+
     def enqueue(self, replay_id: int, ids: Sequence[int], offset: int) -> int:
         cursor = self._conn.execute(
             _q("enqueue_replay"),

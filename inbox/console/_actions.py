@@ -39,6 +39,8 @@ MAX_VERSION = 200  # inbox_workers.version's own limit: no running worker has a 
 # ends within a second or two, and the page should say so when it does, not seconds later.
 # Each refresh is one small indexed query, and stops when the run has finished.
 RUN_REFRESH_SECONDS = 1
+# The most events a rehearsal runs (inbox.console._rehearse, which imports this module).
+REHEARSE_MAX = 500
 
 
 async def _dead_page(
@@ -190,6 +192,7 @@ async def _preview(
             "error": error,
             "reason": reason,
             "required": version,
+            "rehearse_max": REHEARSE_MAX,
         },
         status=status,
     )

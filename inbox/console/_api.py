@@ -6,7 +6,7 @@ console share one copy of every query. Each function takes the pool's connection
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -14,6 +14,7 @@ import psycopg
 from inbox import queries
 from inbox._operations import console_sessions as _sessions
 from inbox._operations import console_sign_ins as _sign_ins
+from inbox._operations import rehearsal as _rehearsal
 from inbox._operations import replay as _replay
 from inbox._operations.models import EventDetail, EventPage, EventSummary, Status
 from inbox._operations.records import Activity, AuditPage, ReplayProgress, WorkerVersion
@@ -32,9 +33,13 @@ __all__ = [
     "events_page",
     "forgive_sign_in",
     "overview",
+    "rehearsal_request",
+    "rehearsal_selection",
+    "rehearsal_workers",
     "replay_preview",
     "replay_progress",
     "replay_start",
+    "request_rehearsal",
     "retry_dead",
     "retry_preview",
     "running_workers",
@@ -175,3 +180,17 @@ end_session = _sessions.end_session
 # The count of failed sign-ins every console process shares (inbox.console._limits).
 begin_sign_in = _sign_ins.begin_sign_in
 forgive_sign_in = _sign_ins.forgive_sign_in
+
+
+def rehearsal_selection(conn: Conn, parsed: ParsedFilter, ids: Sequence[int] | None) -> list[int]:
+    """The ids a rehearsal of the selection runs, oldest first (as a replay queues them)."""
+    assert parsed.event_filter is not None
+    chosen = parsed.event_filter
+    if ids is not None:
+        chosen = replace(chosen, ids=tuple(ids))
+    return _replay.event_ids(conn, chosen)
+
+
+rehearsal_workers = _rehearsal.rehearsal_workers
+request_rehearsal = _rehearsal.request_rehearsal
+rehearsal_request = _rehearsal.rehearsal_request

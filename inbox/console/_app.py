@@ -22,7 +22,7 @@ from inbox._core.errors import (
     ReplayNotFoundError,
 )
 from inbox._core.logs import get_logger
-from inbox.console import _actions, _login, _pages
+from inbox.console import _actions, _login, _pages, _rehearse
 from inbox.console._limits import LoginLimiter
 from inbox.console._links import DevToken
 from inbox.console._pool import ConsolePool
@@ -58,6 +58,8 @@ def _routes() -> list[BaseRoute]:
         Route("/replay", _actions.replay_form, methods=["GET"]),
         Route("/replay/preview", _actions.replay_preview, methods=["POST"]),
         Route("/replay", _actions.replay_start, methods=["POST"]),
+        Route("/replay/rehearse", _rehearse.rehearse, methods=["POST"]),
+        Route("/replay/rehearsals/{request_id}", _rehearse.rehearsal_page, methods=["GET"]),
         Route("/replay/runs/{run_id}", _actions.replay_run, methods=["GET"]),
         Route("/audit", _actions.audit, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),

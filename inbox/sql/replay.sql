@@ -79,3 +79,43 @@ limit %(limit)s::bigint
 -- their counts): through the owner's function, which records the login as for a replay.
 select inbox_rehearsal_record(%(created_by)s::text, %(reason)s::text, %(filter)s::jsonb,
                               %(selected)s::integer, %(outcome)s::jsonb, %(via)s::text)
+
+-- name: request_rehearsal
+-- The console's rehearsal: its audit row and its request, which a worker with the
+-- events' handlers runs (processors/_rehearsal/requests.py), through the owner's function.
+select inbox_rehearsal_request(%(created_by)s::text, %(reason)s::text, %(filter)s::jsonb,
+                               %(event_ids)s::bigint[], %(form)s::jsonb,
+                               %(timeout_seconds)s::float8, %(via)s::text)
+
+-- name: rehearsal_request
+-- A requested rehearsal with its audit row. One still queued or running past its deadline
+-- reads as expired: no worker finished it in time (a worker that stops mid-run says
+-- nothing, so the deadline is the truth).
+select r.replay_id, p.created_at, p.created_by, p.reason, p.via, r.event_ids, r.sources,
+       r.form,
+       case when r.state in ('queued', 'running') and r.deadline <= now() then 'expired'
+            else r.state end as state,
+       r.deadline, r.worker, r.started_at, r.finished_at, r.done, r.report, r.error
+from inbox_rehearsal_requests r
+    join inbox_replays p on p.id = r.replay_id
+where r.replay_id = %(replay_id)s::bigint
+
+-- name: rehearsal_workers
+-- The sources of the events, and how many running worker processes handle them all
+-- (running as in operator.sql's running_workers).
+with wanted as (
+    select array(select distinct e.source from inbox_events e
+                 where e.id = any(%(event_ids)s::bigint[]) order by 1) as sources
+)
+select wanted.sources,
+       (select count(*)::integer from inbox_workers w
+        where w.stopped_at is null
+          and ('*' = any(w.sources) or wanted.sources <@ w.sources)
+          and (w.seen_at > now() - interval '30 seconds'
+               or exists (
+                   select from pg_stat_activity a
+                   where a.datname = current_database()
+                     and starts_with(a.application_name,
+                                     left('pg-inbox worker ' || w.name || '/', 63))
+               ))) as workers
+from wanted

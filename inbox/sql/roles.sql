@@ -27,7 +27,7 @@ revoke all on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempt
               {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
               {schema}.inbox_partitions, {schema}.inbox_retention,
               {schema}.inbox_console_sessions, {schema}.inbox_console_signin_attempts,
-              {schema}.inbox_rehearsal_guard
+              {schema}.inbox_rehearsal_guard, {schema}.inbox_rehearsal_requests
     from {receiver}, {worker}, {operator}, {retention};
 revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_prune_preview(float8),
@@ -41,6 +41,8 @@ revoke all on function {schema}.inbox_prune(float8, text, text),
                        {schema}.inbox_replay_enqueue(bigint, bigint[], bigint),
                        {schema}.inbox_rehearsal_record(text, text, jsonb, integer, jsonb,
                                                        text),
+                       {schema}.inbox_rehearsal_request(text, text, jsonb, bigint[], jsonb,
+                                                        float8, text),
                        {schema}.inbox_write_event(text, text, text, text, jsonb, bytea,
                                                   bytea, text, timestamptz, text, text,
                                                   text, timestamptz, boolean),
@@ -95,25 +97,33 @@ grant execute on function {schema}.inbox_ensure_partitions(),
 grant select on {schema}.inbox_partitions to {worker};
 -- A rehearsal (`inbox replay --rehearse`) runs the worker's handlers in transactions that
 -- roll back, each opened with a row here whose deferred trigger fails any COMMIT.
-grant insert on {schema}.inbox_rehearsal_guard to {worker}
+grant insert on {schema}.inbox_rehearsal_guard to {worker};
+-- It runs the rehearsals the console asks for: takes one, counts its progress, leaves
+-- its report.
+grant select, update (state, worker, started_at, finished_at, done, report, error)
+    on {schema}.inbox_rehearsal_requests to {worker}
 
 -- name: operator
 -- Reads everything; changes nothing but through the owner's audited functions, which
 -- record the database login beside the actor it states: a replay or a dead-letter retry
 -- writes its audit row (inbox_replay_begin) and then queues work under it
 -- (inbox_replay_enqueue); skipping a dead letter (`inbox dead skip`) goes through
--- inbox_dead_skip; a rehearsal's record, through inbox_rehearsal_record.
+-- inbox_dead_skip; a rehearsal's record, through inbox_rehearsal_record, and the
+-- console's request for one (which a worker runs), through inbox_rehearsal_request.
 grant select on {schema}.inbox_events, {schema}.inbox_work, {schema}.inbox_attempts,
                 {schema}.inbox_deliveries, {schema}.inbox_claims, {schema}.inbox_replays,
                 {schema}.inbox_prunes, {schema}.inbox_workers, {schema}.inbox_keys,
-                {schema}.inbox_partitions, {schema}.inbox_retention
+                {schema}.inbox_partitions, {schema}.inbox_retention,
+                {schema}.inbox_rehearsal_requests
     to {operator};
 grant execute on function {schema}.inbox_dead_skip(bigint[], text, text, text, jsonb),
                           {schema}.inbox_replay_begin(text, text, text, jsonb, integer,
                                                       integer, float8, text, text),
                           {schema}.inbox_replay_enqueue(bigint, bigint[], bigint),
                           {schema}.inbox_rehearsal_record(text, text, jsonb, integer, jsonb,
-                                                          text)
+                                                          text),
+                          {schema}.inbox_rehearsal_request(text, text, jsonb, bigint[],
+                                                           jsonb, float8, text)
     to {operator};
 -- The console (which runs as the operator) keeps its users' sessions: signed in, used,
 -- signed out; and the sign-in attempts every console process counts (UPDATE only for the

@@ -70,8 +70,11 @@ class WorkStore:
     """The processing side's queries, on connections the worker owns, for a worker running
     ``version`` of the handlers' code (it claims only work that requires no other)."""
 
-    def __init__(self, version: str | None = None) -> None:
+    def __init__(self, version: str | None = None, sources: Sequence[str] = ()) -> None:
         self.version = version
+        # The sources the router handles, recorded with the process: the console asks for
+        # a rehearsal only while a worker that can run it runs.
+        self.sources = sorted(set(sources))
 
     # Behind a transaction pooler, the session limits as one statement that opens each
     # claim transaction (set_config(..., true)): nothing may outlive it on a shared server
@@ -218,7 +221,12 @@ class WorkStore:
         if stopped:
             await conn.execute(WORKER_STOPPED, {"name": name, "started_at": started_at})
         else:
-            params = {"name": name, "version": self.version, "started_at": started_at}
+            params = {
+                "name": name,
+                "version": self.version,
+                "started_at": started_at,
+                "sources": self.sources,
+            }
             await conn.execute(REGISTER_WORKER, params)
 
     async def worker_seen(self, conn: AsyncConn, name: str, started_at: datetime) -> None:

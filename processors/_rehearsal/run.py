@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
@@ -59,12 +59,18 @@ def rehearse(
 
 
 async def rehearse_async(
-    url: str, router: Router, event_ids: Sequence[int], *, timeout_seconds: float = 30.0
+    url: str,
+    router: Router,
+    event_ids: Sequence[int],
+    *,
+    timeout_seconds: float = 30.0,
+    progress: Callable[[int], Awaitable[None]] | None = None,
 ) -> Rehearsal:
     """Run each stored event's handler as a replay would (``is_replay``, attempt 1, and
     ``is_rehearsal``), in a transaction that rolls back; the report, events by id.
 
     ``timeout_seconds`` bounds each handler, each statement, and each wait for a lock.
+    ``progress`` is awaited after each event with how many have run.
     """
     conn = await psycopg.AsyncConnection.connect(url, application_name="pg-inbox rehearsal")
     try:  # closed in `finally`, not by `async with`: see processors/_worker/listener.py
@@ -80,7 +86,10 @@ async def rehearse_async(
                 cursor = await conn.execute(_q("rehearsal_events"), {"event_ids": chunk})
                 rows = await cursor.fetchall()
                 await conn.rollback()
-                events += [await _one(session, router, _event(row)) for row in rows]
+                for row in rows:
+                    events.append(await _one(session, router, _event(row)))
+                    if progress is not None:
+                        await progress(len(events))
         finally:
             session.deadline.close()
     finally:

@@ -35,6 +35,7 @@ from processors._model.decide import (
 )
 from processors._model.errors import CommitOutcomeUnknownError
 from processors._model.router import Router
+from processors._rehearsal.requests import RehearsalRequests
 from processors._running.batch import BatchRunner
 from processors._running.savepoints import BATCH_SAVEPOINT, MAX_ISOLATED
 from processors._running.settled_log import log_settled
@@ -116,7 +117,14 @@ class Worker:
         # attempt, and required by replays that must run on it.
         self.version = version or code_version(router).version
         self._started_at = datetime.now(UTC)
-        self._store = WorkStore(self.version)
+        self._rehearsals = RehearsalRequests(
+            dsn,
+            router,
+            self.name,
+            connect=self._connect,
+            timeout_seconds=settings.handler_timeout_seconds,
+        )
+        self._store = WorkStore(self.version, self._rehearsals.sources)
         self._batch_size = min(
             settings.batch_size, MAX_BATCH if settings.savepoints == "batch" else MAX_ISOLATED
         )
@@ -216,6 +224,7 @@ class Worker:
                 tg.start_soon(loop, n, wakeup)
             tg.start_soon(upkeep.keep_partitions_ahead)
             tg.start_soon(upkeep.heartbeat)
+            tg.start_soon(self._rehearsals.serve)
             tg.start_soon(self._tick)
             if stop is not None:
                 tg.start_soon(self._stop_when, stop)

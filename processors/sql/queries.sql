@@ -288,18 +288,19 @@ from outcome
 where outcome <> 'released'
 
 -- name: register_worker
--- A worker process says which code it runs, when it connects (again: the same process
--- keeps the time it started). Rows of processes that stopped, or were last seen, more
--- than a week ago go.
+-- A worker process says which code it runs and the sources its router handles, when it
+-- connects (again: the same process keeps the time it started). Rows of processes that
+-- stopped, or were last seen, more than a week ago go.
 with gone as (
     delete from inbox_workers
     where coalesce(stopped_at, seen_at) < now() - interval '7 days'
 )
-insert into inbox_workers (name, version, started_at, seen_at)
-values (%(name)s::text, %(version)s::text, %(started_at)s::timestamptz, now())
+insert into inbox_workers (name, version, started_at, seen_at, sources)
+values (%(name)s::text, %(version)s::text, %(started_at)s::timestamptz, now(),
+        %(sources)s::text[])
 on conflict (name) do update
     set version = excluded.version, started_at = excluded.started_at, stopped_at = null,
-        seen_at = now()
+        seen_at = now(), sources = excluded.sources
 
 -- name: worker_seen
 -- The heartbeat: the process still runs (operators read it where connections cannot
@@ -410,3 +411,30 @@ from pg_stat_xact_user_tables s
 where s.n_tup_ins + s.n_tup_upd + s.n_tup_del > 0
   and s.relid <> 'inbox_rehearsal_guard'::regclass
 order by s.schemaname, s.relname
+
+-- name: rehearsal_take
+-- Take the oldest rehearsal the console asked for whose events' sources this worker's
+-- router handles, before its deadline. Only the requests table is locked: a rehearsal
+-- never touches inbox_work, so live work never waits for it here.
+update inbox_rehearsal_requests r
+set state = 'running', worker = %(worker)s::text, started_at = now()
+where r.replay_id = (
+    select q.replay_id from inbox_rehearsal_requests q
+    where q.state = 'queued' and q.deadline > now()
+      and ('*' = any(%(sources)s::text[]) or q.sources <@ %(sources)s::text[])
+    order by q.replay_id
+    limit 1
+    for update skip locked
+)
+returning r.replay_id, r.event_ids,
+          greatest(extract(epoch from r.deadline - now()), 0)::float8 as seconds_left
+
+-- name: rehearsal_progress
+update inbox_rehearsal_requests set done = %(done)s::integer
+where replay_id = %(replay_id)s::bigint and state = 'running'
+
+-- name: rehearsal_finish
+update inbox_rehearsal_requests
+set state = %(state)s::text, finished_at = now(), done = %(done)s::integer,
+    report = %(report)s::jsonb, error = %(error)s::text
+where replay_id = %(replay_id)s::bigint and state = 'running'

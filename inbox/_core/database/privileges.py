@@ -87,6 +87,8 @@ NEEDS: dict[str, list[Need]] = {
         *_tables("SELECT", "inbox_partitions"),
         Need("function", "inbox_ensure_partitions()", None, "EXECUTE"),
         Need("function", "inbox_partition_for(timestamptz)", None, "EXECUTE"),
+        *_tables("SELECT", "inbox_rehearsal_requests"),
+        *_columns("inbox_rehearsal_requests", "UPDATE", "state done report"),
     ],
     "operator": [
         *_tables("SELECT", *_ALL_TABLES),
@@ -98,6 +100,13 @@ NEEDS: dict[str, list[Need]] = {
             "EXECUTE",
         ),
         Need("function", "inbox_replay_enqueue(bigint, bigint[], bigint)", None, "EXECUTE"),
+        *_tables("SELECT", "inbox_rehearsal_requests"),
+        Need(
+            "function",
+            "inbox_rehearsal_request(text, text, jsonb, bigint[], jsonb, float8, text)",
+            None,
+            "EXECUTE",
+        ),
         *_tables(
             "SELECT INSERT UPDATE DELETE",
             "inbox_console_sessions",

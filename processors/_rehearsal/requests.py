@@ -1,0 +1,142 @@
+"""The rehearsals the console asks for: it has no handlers, so it queues a request
+(``inbox_rehearsal_requests``) and a worker whose router handles the events' sources runs
+it here, counting its progress and leaving the report for the page.
+
+A worker process runs one rehearsal at a time, beside its claim loops and on connections
+of its own: a rehearsal never takes a claim, so live work goes on while it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, LiteralString
+
+import anyio
+import psycopg
+from psycopg.types.json import Jsonb
+
+from inbox._core.logs import get_logger
+from inbox._core.sql import load_queries
+from processors._model.router import Router
+from processors._rehearsal.run import rehearse_async
+
+__all__ = ["POLL_SECONDS", "RehearsalRequests"]
+
+log = get_logger("processors.rehearsal")
+
+_QUERIES = load_queries("processors.sql", "queries.sql")
+
+# How often a worker looks for a requested rehearsal: an operator waits this long at most
+# for it to start, for one indexed query on a table that is nearly always empty.
+POLL_SECONDS = 2.0
+# How often a running rehearsal writes how many events it has done (the page polls).
+PROGRESS_SECONDS = 1.0
+
+
+def _q(name: str) -> LiteralString:
+    return _QUERIES[name]
+
+
+class RehearsalRequests:
+    """Runs the requested rehearsals that ``router`` can run, as worker ``name``."""
+
+    def __init__(
+        self,
+        dsn: str,
+        router: Router,
+        name: str,
+        *,
+        connect: Mapping[str, Any] | None = None,
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        self._dsn = dsn
+        self._router = router
+        self._name = name
+        self._connect = dict(connect or {})
+        self._timeout = timeout_seconds
+        self.sources = sorted({route.source for route in router.routes})
+
+    async def serve(self) -> None:
+        """Take and run requests until cancelled; a lost connection is remade."""
+        while True:
+            try:
+                while await self.run_one():
+                    pass
+            except (psycopg.Error, OSError) as exc:
+                log.warning("rehearsal_request_failed", worker=self._name, error=str(exc))
+            await anyio.sleep(POLL_SECONDS)
+
+    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+        conn = await psycopg.AsyncConnection.connect(
+            self._dsn,
+            autocommit=True,
+            application_name=f"pg-inbox rehearsals {self._name}",
+            **self._connect,
+        )
+        conn.prepare_threshold = None
+        return conn
+
+    async def run_one(self) -> bool:
+        """Run the oldest request this worker can run, if any: whether there was one."""
+        if not self.sources:
+            return False
+        conn = await self._connection()
+        try:
+            cursor = await conn.execute(
+                _q("rehearsal_take"), {"worker": self._name, "sources": self.sources}
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return False
+            replay_id, event_ids, seconds_left = row
+            await self._run(conn, int(replay_id), list(event_ids), float(seconds_left))
+            return True
+        finally:
+            await conn.close()
+
+    async def _run(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        replay_id: int,
+        event_ids: Sequence[int],
+        seconds_left: float,
+    ) -> None:
+        log.info("rehearsal_started", worker=self._name, replay_id=replay_id, events=len(event_ids))
+        written = time.monotonic()
+        done = 0
+
+        async def progress(n: int) -> None:
+            nonlocal written, done
+            done = n
+            if time.monotonic() - written >= PROGRESS_SECONDS:
+                written = time.monotonic()
+                await conn.execute(_q("rehearsal_progress"), {"replay_id": replay_id, "done": n})
+
+        state, report, error = "failed", None, None
+        with anyio.move_on_after(seconds_left) as scope:
+            try:
+                rehearsal = await rehearse_async(
+                    self._dsn,
+                    self._router,
+                    event_ids,
+                    timeout_seconds=self._timeout,
+                    progress=progress,
+                )
+                state, report = "done", Jsonb(rehearsal.to_json())
+            except (psycopg.Error, OSError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+        if scope.cancelled_caught:
+            state = "expired"
+            error = f"the time limit passed after {done} of {len(event_ids)} events"
+        await conn.execute(
+            _q("rehearsal_finish"),
+            {
+                "replay_id": replay_id,
+                "state": state,
+                "done": done,
+                "report": report,
+                "error": error,
+            },
+        )
+        log.info("rehearsal_finished", worker=self._name, replay_id=replay_id, state=state)
