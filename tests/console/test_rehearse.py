@@ -13,31 +13,14 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from processors import Event, Router
 from processors._rehearsal.requests import RehearsalRequests
 from tests._wait import rows, scalar, wait_for
+from tests.console._rehearsal import WORKER, gate, router
 from tests.console._seed import DEAD_COUNT, Seeded
 from tests.console.conftest import OPERATOR, VIEWER, csrf_of, sign_in
 from tests.processors._support import run_worker_until, settings
 
 BROKEN = {"source": "shop", "type": "order.broken"}
-WORKER = "test-host:1"
-
-router = Router()
-# A handler waits here while the test looks at a running rehearsal's page.
-gate: dict[str, threading.Event] = {}
-
-
-@router.on("shop", "order.paid", rehearse=True)
-async def paid(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-    await conn.execute("insert into shop_orders (key) values (%s)", [event.key])
-
-
-@router.on("shop", "order.broken", rehearse=True)
-async def broken(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
-    if "open" in gate:
-        await anyio.to_thread.run_sync(gate["open"].wait)
-    raise RuntimeError(f"cannot parse order {event.key}")
 
 
 @pytest.fixture
