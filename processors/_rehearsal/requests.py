@@ -95,6 +95,24 @@ class RehearsalRequests:
         finally:
             await conn.close()
 
+    async def _finish(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        replay_id: int,
+        state: str,
+        done: int,
+        report: Jsonb | None,
+        error: str | None,
+    ) -> None:
+        params = {
+            "replay_id": replay_id,
+            "state": state,
+            "done": done,
+            "report": report,
+            "error": error,
+        }
+        await conn.execute(_q("rehearsal_finish"), params)
+
     async def _run(
         self,
         conn: psycopg.AsyncConnection[Any],
@@ -114,29 +132,28 @@ class RehearsalRequests:
                 await conn.execute(_q("rehearsal_progress"), {"replay_id": replay_id, "done": n})
 
         state, report, error = "failed", None, None
-        with anyio.move_on_after(seconds_left) as scope:
-            try:
-                rehearsal = await rehearse_async(
-                    self._dsn,
-                    self._router,
-                    event_ids,
-                    timeout_seconds=self._timeout,
-                    progress=progress,
-                )
-                state, report = "done", Jsonb(rehearsal.to_json())
-            except (psycopg.Error, OSError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
-        if scope.cancelled_caught:
-            state = "expired"
-            error = f"the time limit passed after {done} of {len(event_ids)} events"
-        await conn.execute(
-            _q("rehearsal_finish"),
-            {
-                "replay_id": replay_id,
-                "state": state,
-                "done": done,
-                "report": report,
-                "error": error,
-            },
-        )
+        try:
+            with anyio.move_on_after(seconds_left) as scope:
+                try:
+                    rehearsal = await rehearse_async(
+                        self._dsn,
+                        self._router,
+                        event_ids,
+                        timeout_seconds=self._timeout,
+                        progress=progress,
+                    )
+                    state, report = "done", Jsonb(rehearsal.to_json())
+                except (psycopg.Error, OSError) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+            if scope.cancelled_caught:
+                state = "expired"
+                error = f"the time limit passed after {done} of {len(event_ids)} events"
+        except anyio.get_cancelled_exc_class():
+            # The worker is stopping: say so now rather than leave the page saying
+            # "running" until the deadline.
+            error = f"worker {self._name} stopped after {done} of {len(event_ids)} events"
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._finish(conn, replay_id, "failed", done, None, error)
+            raise
+        await self._finish(conn, replay_id, state, done, report, error)
         log.info("rehearsal_finished", worker=self._name, replay_id=replay_id, state=state)

@@ -16,7 +16,8 @@ __all__ = ["WORKER", "gate", "router"]
 WORKER = "test-host:1"
 
 router = Router()
-# A handler waits here while the test looks at a running rehearsal's page.
+# A handler waits on "open" while the test looks at a running rehearsal's page, or hangs
+# while "hang" is there.
 gate: dict[str, threading.Event] = {}
 
 
@@ -29,4 +30,6 @@ async def paid(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
 async def broken(event: Event, conn: psycopg.AsyncConnection[Any]) -> None:
     if "open" in gate:
         await anyio.to_thread.run_sync(gate["open"].wait)
+    if "hang" in gate:
+        await anyio.sleep(60)  # until the rehearsal's time limit cancels it
     raise RuntimeError(f"cannot parse order {event.key}")

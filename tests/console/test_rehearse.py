@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from typing import Any, LiteralString
 
 import anyio
 import psycopg
@@ -40,9 +40,32 @@ def a_worker_runs(url: str, sources: list[str]) -> None:
         )
 
 
+def wait_running(url: str) -> None:
+    wait_for(
+        lambda: scalar(url, "select state from inbox_rehearsal_requests") == "running",
+        timeout=10,
+        what="the worker to take the request",
+    )
+
+
 def run_one(url: str) -> bool:
     requests = RehearsalRequests(url, router, WORKER, timeout_seconds=5)
     return anyio.run(requests.run_one)
+
+
+def execute(url: str, statement: LiteralString) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def asked(client: TestClient, url: str, fields: dict[str, str] = BROKEN) -> str:
+    """Signed in as the operator, with a worker of the shop's handlers running: the page
+    of the rehearsal of ``fields`` asked for."""
+    sign_in(client, OPERATOR)
+    a_worker_runs(url, ["shop"])
+    response = ask(client, fields)
+    assert response.status_code == 303, response.text
+    return str(response.headers["location"])
 
 
 def ask(client: TestClient, fields: dict[str, str]) -> Any:
@@ -59,9 +82,9 @@ def test_a_rehearsal_is_queued_run_by_a_worker_and_reported(
     assert 'id="replay-rehearse"' in preview.text
 
     a_worker_runs(url, ["shop"])
-    asked = ask(client, BROKEN)
-    assert asked.status_code == 303, asked.text
-    page_url = asked.headers["location"]
+    response = ask(client, BROKEN)
+    assert response.status_code == 303, response.text
+    page_url = response.headers["location"]
     request_id = int(page_url.rsplit("/", 1)[1])
     [(kind, who, via, selected, queued)] = rows(
         url, "select kind, created_by, via, selected, queued from inbox_replays"
@@ -80,11 +103,7 @@ def test_a_rehearsal_is_queued_run_by_a_worker_and_reported(
     try:
         runner = threading.Thread(target=run_one, args=(url,))
         runner.start()
-        wait_for(
-            lambda: scalar(url, "select state from inbox_rehearsal_requests") == "running",
-            timeout=10,
-            what="the worker to take the request",
-        )
+        wait_running(url)
         running = client.get(page_url).text
         assert 'data-state="running"' in running
         assert WORKER in running
@@ -109,12 +128,9 @@ def test_a_rehearsal_is_queued_run_by_a_worker_and_reported(
 
 
 def test_what_a_rehearsal_would_write_is_counted(client: TestClient, shop_db: Seeded) -> None:
-    sign_in(client, OPERATOR)
-    a_worker_runs(shop_db.url, ["shop"])
-    asked = ask(client, {"source": "shop", "type": "order.paid"})
-    assert asked.status_code == 303
+    page_url = asked(client, shop_db.url, {"source": "shop", "type": "order.paid"})
     assert run_one(shop_db.url)
-    done = client.get(asked.headers["location"]).text
+    done = client.get(page_url).text
     writes = done.split('<table id="rehearsal-writes">', 1)[1].split("</table>", 1)[0]
     inserted = re.search(r"public\.shop_orders</code></td><td class=\"num\">(\d+)<", writes)
     assert inserted, writes
@@ -127,12 +143,8 @@ def test_what_a_rehearsal_would_write_is_counted(client: TestClient, shop_db: Se
 def test_a_real_worker_runs_the_request(client: TestClient, shop_db: Seeded) -> None:
     """The worker records the sources it handles, and takes the request in its loop."""
     url = shop_db.url
-    sign_in(client, OPERATOR)
-    a_worker_runs(url, ["shop"])
-    asked = ask(client, BROKEN)
-    assert asked.status_code == 303
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("delete from inbox_workers")
+    page_url = asked(client, url)
+    execute(url, "delete from inbox_workers")
     run_worker_until(
         url,
         router,
@@ -141,7 +153,7 @@ def test_a_real_worker_runs_the_request(client: TestClient, shop_db: Seeded) -> 
         what="the worker to run the rehearsal",
     )
     assert rows(url, "select sources from inbox_workers") == [(["shop"],)]
-    assert 'data-state="done"' in client.get(asked.headers["location"]).text
+    assert 'data-state="done"' in client.get(page_url).text
 
 
 def test_no_worker_with_the_handlers_and_the_time_limit(
@@ -156,20 +168,17 @@ def test_no_worker_with_the_handlers_and_the_time_limit(
     assert ask(client, BROKEN).status_code == 409
     assert scalar(url, "select count(*) from inbox_replays") == 0
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("update inbox_workers set sources = '{*}'")  # a catch-all router
-    asked = ask(client, BROKEN)
-    assert asked.status_code == 303
-    page_url = asked.headers["location"]
+    execute(url, "update inbox_workers set sources = '{*}'")  # a catch-all router
+    response = ask(client, BROKEN)
+    assert response.status_code == 303
+    page_url = response.headers["location"]
     # The worker stopped before taking it: the page says so while it waits.
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("update inbox_workers set stopped_at = now()")
+    execute(url, "update inbox_workers set stopped_at = now()")
     waiting = client.get(page_url).text
     assert 'id="rehearsal-no-worker"' in waiting
     assert "No worker with the handlers of shop is running" in waiting
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("update inbox_rehearsal_requests set deadline = now() - interval '1 s'")
+    execute(url, "update inbox_rehearsal_requests set deadline = now() - interval '1 s'")
     expired = client.get(page_url).text
     assert 'data-state="expired"' in expired
     assert "data-refresh" not in expired
@@ -187,7 +196,47 @@ def test_viewers_and_forms_without_the_token_are_refused(
     no_token = client.post("/replay/rehearse", data=BROKEN, follow_redirects=False)
     assert no_token.status_code == 403
     assert scalar(url, "select count(*) from inbox_replays") == 0
-    asked = ask(client, BROKEN)
-    assert asked.status_code == 303
+    response = ask(client, BROKEN)
+    assert response.status_code == 303
     sign_in(client, VIEWER)
-    assert client.get(asked.headers["location"]).status_code == 403
+    assert client.get(response.headers["location"]).status_code == 403
+
+
+def test_a_rehearsal_past_its_time_limit_stops_and_says_how_far_it_got(
+    client: TestClient, shop_db: Seeded
+) -> None:
+    url = shop_db.url
+    page_url = asked(client, url)
+    execute(url, "update inbox_rehearsal_requests set deadline = now() + interval '1 s'")
+    gate["hang"] = threading.Event()
+    try:
+        assert run_one(url)
+    finally:
+        gate.clear()
+    assert rows(url, "select state, error from inbox_rehearsal_requests") == [
+        ("expired", f"the time limit passed after 0 of {DEAD_COUNT} events")
+    ]
+    expired = client.get(page_url).text
+    assert 'data-state="expired"' in expired
+    assert "the time limit passed after 0 of" in expired
+
+
+def test_a_worker_that_stops_mid_rehearsal_says_so(client: TestClient, shop_db: Seeded) -> None:
+    url = shop_db.url
+    asked(client, url)
+    requests = RehearsalRequests(url, router, WORKER, timeout_seconds=30)
+
+    async def stop_it_while_running() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(requests.run_one)
+            await anyio.to_thread.run_sync(wait_running, url)
+            tg.cancel_scope.cancel()  # as the worker's stop does, past its grace
+
+    gate["hang"] = threading.Event()
+    try:
+        anyio.run(stop_it_while_running)
+    finally:
+        gate.clear()
+    assert rows(url, "select state, error from inbox_rehearsal_requests") == [
+        ("failed", f"worker {WORKER} stopped after 0 of {DEAD_COUNT} events")
+    ]
