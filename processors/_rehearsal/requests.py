@@ -58,14 +58,26 @@ class RehearsalRequests:
         self.sources = sorted({route.source for route in router.routes})
 
     async def serve(self) -> None:
-        """Take and run requests until cancelled; a lost connection is remade."""
-        while True:
-            try:
-                while await self.run_one():
-                    pass
-            except (psycopg.Error, OSError) as exc:
-                log.warning("rehearsal_request_failed", worker=self._name, error=str(exc))
-            await anyio.sleep(POLL_SECONDS)
+        """Take and run requests until cancelled, on one connection of its own, remade
+        after a failure (the claim loops report outages)."""
+        if not self.sources:
+            return
+        conn: psycopg.AsyncConnection[Any] | None = None
+        try:
+            while True:
+                try:
+                    if conn is None or conn.closed:
+                        conn = await self._connection()
+                    while await self.run_one(conn):
+                        pass
+                except (psycopg.Error, OSError):
+                    if conn is not None:
+                        await conn.close()
+                    conn = None
+                await anyio.sleep(POLL_SECONDS)
+        finally:
+            if conn is not None:
+                await conn.close()
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         conn = await psycopg.AsyncConnection.connect(
@@ -77,23 +89,24 @@ class RehearsalRequests:
         conn.prepare_threshold = None
         return conn
 
-    async def run_one(self) -> bool:
-        """Run the oldest request this worker can run, if any: whether there was one."""
-        if not self.sources:
+    async def run_one(self, conn: psycopg.AsyncConnection[Any] | None = None) -> bool:
+        """Run the oldest request this worker can run, if any (on ``conn``, an autocommit
+        connection, else one of its own): whether there was one."""
+        if conn is None:
+            own = await self._connection()
+            try:  # closed in `finally`, not by `async with`: see processors/_worker/listener.py
+                return await self.run_one(own)
+            finally:
+                await own.close()
+        cursor = await conn.execute(
+            _q("rehearsal_take"), {"worker": self._name, "sources": self.sources}
+        )
+        row = await cursor.fetchone()
+        if row is None:
             return False
-        conn = await self._connection()
-        try:
-            cursor = await conn.execute(
-                _q("rehearsal_take"), {"worker": self._name, "sources": self.sources}
-            )
-            row = await cursor.fetchone()
-            if row is None:
-                return False
-            replay_id, event_ids, seconds_left = row
-            await self._run(conn, int(replay_id), list(event_ids), float(seconds_left))
-            return True
-        finally:
-            await conn.close()
+        replay_id, event_ids, seconds_left = row
+        await self._run(conn, int(replay_id), list(event_ids), float(seconds_left))
+        return True
 
     async def _finish(
         self,
