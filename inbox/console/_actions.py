@@ -39,7 +39,9 @@ MAX_VERSION = 200  # inbox_workers.version's own limit: no running worker has a 
 # ends within a second or two, and the page should say so when it does, not seconds later.
 # Each refresh is one small indexed query, and stops when the run has finished.
 RUN_REFRESH_SECONDS = 1
-# The most events a rehearsal runs (inbox.console._rehearse, which imports this module).
+# A rehearsal (inbox.console._rehearse) runs the oldest events of the selection up to this
+# many: its report is one page, read before a confirm, so a larger selection is rehearsed
+# by its oldest part. Here because the preview says so, and _rehearse imports this module.
 REHEARSE_MAX = 500
 
 

@@ -20,23 +20,21 @@ from inbox.console._filters import parse_filter
 from inbox.console._render import render, url_for
 from inbox.console._web import checked_form, console_of, principal_of, signed_in
 
-__all__ = ["MAX_EVENTS", "TIME_LIMIT_SECONDS", "rehearsal_page", "rehearse"]
+__all__ = ["TIME_LIMIT_SECONDS", "rehearsal_page", "rehearse"]
 
-# A rehearsal runs the oldest events of the selection up to this many: its report is one
-# page, read before a confirm, and a selection that large is rehearsed by a sample of it.
-MAX_EVENTS = REHEARSE_MAX
 # How long a worker has to take and finish a request (a handler's own limit bounds each
 # event); past it, the page says it expired.
 TIME_LIMIT_SECONDS = 300.0
 REFRESH_SECONDS = 1
 
 
-def no_worker(sources: list[str]) -> str:
+def no_worker(sources: list[str], then: str) -> str:
+    """Why no rehearsal runs now, and ``then``: what follows from it."""
     names = ", ".join(sources) or "these events"
     return (
-        f"No worker with the handlers of {names} is running, so a rehearsal would wait for"
-        " one: a rehearsal runs on a worker whose router handles the events' sources (start"
-        " one with `inbox worker`), since the console has no handlers of its own."
+        f"No worker with the handlers of {names} is running: a rehearsal runs on a worker"
+        " whose router handles its events' sources (start one with `inbox worker`), since"
+        f" the console has no handlers of its own. {then}"
     )
 
 
@@ -48,7 +46,7 @@ async def rehearse(request: Request) -> Response:
     if parsed.event_filter is None or (ids is None and parsed.is_empty()):
         return await _preview(request, parsed, ids, status=400)
     pool = console_of(request).pool
-    selected = (await pool.run(_api.rehearsal_selection, parsed, ids))[:MAX_EVENTS]
+    selected = (await pool.run(_api.rehearsal_selection, parsed, ids))[:REHEARSE_MAX]
     if not selected:
         return await _preview(
             request,
@@ -59,7 +57,9 @@ async def rehearse(request: Request) -> Response:
         )
     sources, workers = await pool.run(_api.rehearsal_workers, selected)
     if not workers:
-        return await _preview(request, parsed, ids, error=no_worker(sources), status=409)
+        return await _preview(
+            request, parsed, ids, error=no_worker(sources, "Nothing was queued."), status=409
+        )
     request_id = await pool.run(
         _api.request_rehearsal,
         selection=parsed.event_filter,
@@ -82,7 +82,8 @@ async def rehearsal_page(request: Request) -> Response:
     waiting = None
     if asked.state == "queued":
         _, workers = await pool.run(_api.rehearsal_workers, asked.event_ids)
-        waiting = None if workers else no_worker(asked.sources)
+        if not workers:
+            waiting = no_worker(asked.sources, "It waits for one until its time limit.")
     query = asked.form.get("query") or {}
     hidden = [*query.items(), *(("ids", str(i)) for i in asked.form.get("ids") or ())]
     return render(

@@ -198,6 +198,8 @@ def test_viewers_and_forms_without_the_token_are_refused(
     assert scalar(url, "select count(*) from inbox_replays") == 0
     response = ask(client, BROKEN)
     assert response.status_code == 303
+    for missing in ("/replay/rehearsals/999999", "/replay/rehearsals/x1"):
+        assert client.get(missing).status_code == 404
     sign_in(client, VIEWER)
     assert client.get(response.headers["location"]).status_code == 403
 
