@@ -14,7 +14,9 @@ down_revision = "0017"
 # A function's variables and its tables' columns share names (source, received_at,
 # event_id): a bare name is the column, a parameter is named with its function's name.
 # The search_path is pinned (its schema, pg_temp last) as for the other SECURITY DEFINER
-# functions (0006, 0016).
+# functions (0006, 0016). Their plans are generic: left to choose, a session kept
+# re-planning the group statement for each call, its array sizes making a custom plan
+# look cheaper than the one it could keep.
 WRITE_EVENT = """
     -- One new event, or a repeat delivery of a known key: insert_event's statement until
     -- this revision. The key table (inbox_keys) is what makes a key unique, for good: its
@@ -201,7 +203,8 @@ def upgrade() -> None:
         f text;
     begin
         foreach f in array array[{names}] loop
-            execute format('alter function %s set search_path = %I, pg_temp',
+            execute format('alter function %s set search_path = %I, pg_temp'
+                           ' set plan_cache_mode = force_generic_plan',
                            f, current_schema());
         end loop;
     end
